@@ -1,0 +1,33 @@
+"""kernel-gym: GPU-kernel optimization as a multi-turn Gymnasium environment.
+
+    >>> import gymnasium as gym, kernel_gym
+    >>> env = gym.make("KernelRefine-v0", task="level1/relu", device="cpu")
+
+Importing this package registers every environment id (see kernel_gym.registration) and touches no GPU.
+"""
+
+from kernel_gym.registration import register_envs
+
+__version__ = "0.1.0"
+
+register_envs()
+
+
+def __getattr__(name: str):
+    # Heavy modules load on first use, so `import kernel_gym` stays cheap (no torch import).
+    if name == "KernelRefineEnv":
+        from kernel_gym.env import KernelRefineEnv
+
+        return KernelRefineEnv
+    if name in ("EvalJob", "EvalConfig"):
+        from kernel_gym.eval import job
+
+        return getattr(job, name)
+    if name in ("EvalResult", "Outcome"):
+        from kernel_gym.eval import result
+
+        return getattr(result, name)
+    raise AttributeError(f"module 'kernel_gym' has no attribute {name!r}")
+
+
+__all__ = ["KernelRefineEnv", "EvalJob", "EvalConfig", "EvalResult", "Outcome", "register_envs", "__version__"]

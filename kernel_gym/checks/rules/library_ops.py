@@ -1,0 +1,165 @@
+"""Rule ``library_op``: PyTorch/library compute in the forward path."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from .. import cpp
+from ..allowlists import (CPP_GEMM, CPP_OK, MODULE_SAFE_METHODS, NN_GEMM, NUMPY_OK, TENSOR_COMPUTE,
+                          TENSOR_GEMM, THIRD_PARTY, TORCH_GEMM, torch_name_ok)
+from ..astutil import COMPILER_CALLS, call_name, is_super_call
+from ..context import Context, FnRef
+from ..registry import rule, violation
+
+NAME = "library_op"
+_CUBLAS = re.compile(r"\b(?:cublas|cudnn)\w*(?=\s*\()")
+_COMPILERS = COMPILER_CALLS + ("torch._dynamo", "torch._inductor", "torch.jit")
+
+
+def _finding(out, node_or_line, what: str, gemm: bool, where: str, note: str = "") -> None:
+    out.append((node_or_line, what, note, gemm, where))
+
+
+def _forward_findings(ctx: Context, fr: FnRef, out: list) -> None:
+    where = f"in {ctx.qualname_of(fr)}"
+    for n in ctx.walk(fr):
+        parent = ctx.parents.get(n)
+        is_func = isinstance(parent, ast.Call) and parent.func is n
+        if isinstance(n, (ast.Name, ast.Attribute)) and isinstance(n.ctx, ast.Load) and not (
+                isinstance(parent, ast.Attribute) and parent.value is n):
+            r = ctx.resolve(n)
+            if r:
+                _resolved(ctx, n, r, is_func, where, out)
+                continue
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and fr.self_name \
+                    and n.value.id == fr.self_name:
+                info = ctx.attr_info(fr.owner, n.attr)
+                if info and (info.torch_mods or info.torch_callable):
+                    gemm = not info.torch_callable and info.torch_mods <= NN_GEMM
+                    kind = info.torch_callable or "torch.nn." + "/".join(sorted(info.torch_mods))
+                    _finding(out, n, f"self.{n.attr}", gemm, where, f"a {kind}")
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and not ctx.resolve(n.func):
+            _method_call(ctx, fr, n, where, out)
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "getattr" \
+                and n.args and ctx.resolve(n.args[0]):
+            _finding(out, n, f"getattr({ctx.resolve(n.args[0])}, ...)", False, where)
+        elif (isinstance(n, ast.BinOp) and isinstance(n.op, ast.MatMult)) or (
+                isinstance(n, ast.AugAssign) and isinstance(n.op, ast.MatMult)):
+            _finding(out, n, "@", True, where, "the matrix-multiply operator, torch.matmul")
+
+
+def _resolved(ctx: Context, n: ast.AST, r: str, is_func: bool, where: str, out: list) -> None:
+    root, last = r.split(".")[0], r.rsplit(".", 1)[-1]
+    bad = False
+    if r.startswith(_COMPILERS):
+        return  # reported once, by the module-wide scan
+    if root == "torch":
+        if r.startswith("torch.ops."):
+            ns = r.split(".")[2] if r.count(".") >= 2 else "aten"
+            own = r.count(".") >= 3 and "::".join(r.split(".")[2:4]) in ctx.custom_ops
+            bad = not own and (ns in ("aten", "prims") or not ctx.has_torch_library)
+        else:
+            bad = not torch_name_ok(r, call=is_func)
+    elif root == "triton":
+        bad = r.startswith("triton.ops")
+    elif root in ("numpy", "np"):
+        bad = is_func and last not in NUMPY_OK
+    elif root == "operator":
+        bad = last in ("matmul", "imatmul")
+    if bad:
+        _finding(out, n, r + ("(...)" if is_func else ""), r in TORCH_GEMM, where)
+
+
+def _method_call(ctx: Context, fr: FnRef, n: ast.Call, where: str, out: list) -> None:
+    recv, m = n.func.value, n.func.attr
+    if (isinstance(recv, ast.Name) and (recv.id == fr.self_name or recv.id in ctx.classes)) \
+            or is_super_call(recv) or ctx.is_ext(recv) or ctx.references_jit(recv):
+        return
+    if isinstance(recv, ast.Attribute) and isinstance(recv.value, ast.Name) and fr.self_name \
+            and recv.value.id == fr.self_name:
+        info = ctx.attr_info(fr.owner, recv.attr)
+        if info and info.torch_mods:  # self.conv.forward(x), self.conv._conv_forward(...)
+            if m not in MODULE_SAFE_METHODS:
+                gemm = info.torch_mods <= NN_GEMM and m in ("forward", "__call__")
+                _finding(out, n, f"self.{recv.attr}.{m}(...)", gemm, where)
+            return
+        if info and info.own:
+            return
+    if m in TENSOR_COMPUTE:
+        _finding(out, n, f"{call_name(n.func)}(...)", m in TENSOR_GEMM, where, f"the Tensor.{m} method")
+
+
+def _module_findings(ctx: Context, out: list) -> None:
+    for node in ast.walk(ctx.tree):
+        mods: list[str] = []
+        if isinstance(node, ast.Import):
+            mods = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            mods = [node.module]
+        for mod in mods:
+            if mod.split(".")[0] in THIRD_PARTY:
+                _finding(out, node, f"import {mod}", False, "", "a third-party kernel library")
+        if isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
+            r = ctx.resolve(node) or ""
+            if r.startswith(_COMPILERS) and not r.startswith(("torch.jit.is_", "torch.jit.annotate")):
+                parent = ctx.parents.get(node)
+                if not (isinstance(parent, ast.Attribute) and parent.value is node):
+                    _finding(out, node, r, False, "", "compiler-generated kernels are not your own")
+    for mod, line in ctx.names.star_imports:
+        if mod.split(".")[0] in ("torch", "numpy") or mod.split(".")[0] in THIRD_PARTY:
+            _finding(out, line, f"from {mod} import *", False, "", "it hides which library ops are used")
+
+
+def _cpp_findings(ctx: Context, out: list) -> None:
+    for text, first in ctx.cpp:
+        for full, last, line in cpp.namespaced_calls(text, first):
+            if last not in CPP_OK:
+                _finding(out, line, f"{full}(...)", last in CPP_GEMM, "in the C++ source")
+        for name, line in cpp.search(_CUBLAS, text, first):
+            _finding(out, line, f"{name}(...)", True, "in the C++ source", "cuBLAS/cuDNN")
+        for m, line in cpp.method_calls(text, first):
+            if m in TENSOR_COMPUTE:
+                _finding(out, line, f".{m}(...)", m in TENSOR_GEMM, "in the C++ source", "a Tensor method")
+
+
+@rule(NAME)
+def check(ctx: Context):
+    """Every computation in ModelNew.forward, and in every solution function it reaches, runs in the
+    solution's own kernels: calls into torch/torch.nn.functional, compute methods of tensors
+    (``x.sum()``, ``x.exp()``), the ``@`` operator, torch.nn compute modules held in ``self``
+    (``self.linear(x)``), torch.compile, third-party kernel libraries and torch::/at::/cuBLAS/cuDNN
+    compute in C++ sources are flagged. Allocation (torch.empty*/zeros*/full*), views, shape/dtype
+    queries, copies, casts, torch.cuda queries, triton.cdiv/next_power_of_2 and kernel launches are
+    allowed. Reading a module's parameters (``self.linear.weight``) is allowed. Under ``standard``
+    the GEMM/convolution (nn.Linear, nn.Conv*, torch.matmul/mm/bmm/addmm/baddbmm, F.linear, F.conv*,
+    ``@``, cuBLAS/cuDNN) may stay a library call when forward also launches an own kernel."""
+    mode = ctx.preset.library or "strict"
+    out: list = []
+    for fr in ctx.forward:
+        _forward_findings(ctx, fr, out)
+    _module_findings(ctx, out)
+    _cpp_findings(ctx, out)
+    has_kernel = bool(ctx.launches)
+    seen = set()
+    for node, what, note, gemm, where in out:
+        line = node if isinstance(node, int) else getattr(node, "lineno", None)
+        if (line, what) in seen or (mode == "standard" and gemm and has_kernel):
+            continue
+        seen.add((line, what))
+        where = (f" ({note})" if note else "") + (f" {where}" if where else "")
+        if mode == "standard" and gemm:
+            text = (f"`{what}`{where} is a GEMM/convolution library call; the `standard` preset allows it "
+                    "only when your own kernel (a @triton.jit launch or a load_inline CUDA kernel) does "
+                    "the rest of the work, but forward launches no kernel of yours. Add your own kernel "
+                    "for the remaining ops (or write the GEMM as a kernel).")
+        elif mode == "standard":
+            text = (f"`{what}`{where} is PyTorch/library compute; under the `standard` preset only the "
+                    "heavy GEMM/convolution (nn.Linear, nn.Conv*, torch.matmul/mm/bmm/addmm) may stay a "
+                    "library call. Do this op in your own Triton/CUDA kernel, ideally fused with the rest.")
+        else:
+            text = (f"`{what}`{where} is PyTorch/library compute; the `{ctx.preset.name}` preset requires "
+                    "every computation in forward to run in your own Triton/CUDA kernels. Write it as a "
+                    "kernel; allocation (torch.empty/empty_like), views, shape queries and kernel "
+                    "launches are fine.")
+        yield violation(NAME, line, text)

@@ -1,0 +1,42 @@
+"""Rule ``no_kernel``: the forward path must launch at least one of the solution's own kernels."""
+
+from __future__ import annotations
+
+from ..context import Context
+from ..registry import rule, violation
+
+NAME = "no_kernel"
+HOW = ("a @triton.jit kernel launched as `kernel[grid](...)`, or a function of a module built with "
+       "torch.utils.cpp_extension.load_inline whose CUDA source defines a __global__ kernel")
+
+
+@rule(NAME)
+def check(ctx: Context):
+    """ModelNew.forward, or a solution function or method it reaches, launches at least one own
+    kernel: a ``@triton.jit`` function launched as ``kernel[grid](...)``, or a function of a
+    ``load_inline``-built module whose sources define a ``__global__`` kernel. A solution that is
+    only PyTorch (or launches no kernel of the requested backend) is rejected in every preset."""
+    if "ModelNew" not in ctx.classes:
+        yield violation(NAME, None, "no `class ModelNew` found; define ModelNew(nn.Module) whose forward "
+                        f"launches your own kernel ({HOW}).")
+        return
+    backend = (ctx.backend or "auto").lower()
+    wanted = {"triton": {"triton"}, "cuda": {"cuda"}, "cuda_raw": {"cuda"}}.get(backend, {"triton", "cuda"})
+    kinds = {kind for _, kind, _ in ctx.launches}
+    if kinds & wanted:
+        return
+    fwd = ctx.find_method("ModelNew", "forward")
+    line = getattr(fwd[1], "lineno", None) if fwd else None
+    if kinds:
+        got = ", ".join(sorted(kinds))
+        yield violation(NAME, line, f"the backend is `{backend}` but ModelNew.forward only launches {got} "
+                        f"kernels; write the kernel for the `{backend}` backend.")
+        return
+    extra = ""
+    if ctx.jit and not any(kind == "triton" for _, kind, _ in ctx.launches):
+        extra = (f" (the @triton.jit kernel(s) {', '.join(sorted(ctx.jit))} are defined but never "
+                 "launched from forward)")
+    elif ctx.cpp and not ctx.has_global_kernel:
+        extra = " (the C++ source defines no __global__ kernel)"
+    yield violation(NAME, line, f"ModelNew.forward launches no kernel of its own{extra}. Every solution "
+                    f"must compute in its own kernel: {HOW}. Pure-PyTorch solutions are rejected.")

@@ -1,0 +1,106 @@
+"""Environment configuration: one dataclass, filled from a preset file in envs/ and explicit arguments."""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from kernel_gym.errors import ConfigError, UnknownPresetError
+from kernel_gym.paths import data_dir
+
+BACKENDS = ("auto", "triton", "cuda")
+DEVICES = ("auto", "cpu", "cuda")
+
+
+@dataclass(kw_only=True)
+class EnvConfig:
+    """Everything `gym.make("KernelRefine-v0", ...)` accepts (besides `evaluator` and `summarizer`)."""
+
+    task: str | list[str] = "level1/relu"
+    """A task id, a path to a KernelBench-format file, a list of them, or "suite:<name>" (sampled at reset)."""
+    backend: str = "auto"
+    """"triton", "cuda" or "auto" (detected from each response's code)."""
+    device: str = "auto"
+    """"cuda", "cpu" or "auto" (cuda when available)."""
+    max_turns: int = 8
+    """Refinement turns per episode; the episode is truncated after the last."""
+    score: str | Callable = "kevin"
+    """A registered score name (kernel_gym.rewards.list_scores()) or a callable TurnSignals -> float."""
+    aggregation: str = "sum"
+    """How per-turn scores become returns: "sum" or "max" (kernel_gym.rewards.aggregate)."""
+    gamma: float = 0.4
+    """Discount of the look-ahead return."""
+    checks: str = "standard"
+    """Anti-hack preset: "strict", "kevin-strict", "standard" or "permissive"."""
+    log_dir: str | None = None
+    """Folder for the JSONL trajectory log (one record per step, fsynced); None disables it."""
+    size: str | dict = "auto"
+    """Input sizes: "auto" (CPU sizes on cpu, full on cuda), "full", "cpu", or a dict of size globals."""
+    keep_kernels: int | None = None
+    """Show the kernels of only the last k turns in the observation (None: all that fit the budget)."""
+    max_obs_chars: int = 64_000
+    """Character budget of an observation; older turns are shortened, then dropped, to fit."""
+    max_code_chars: int = 32_000
+    """Longest accepted code block."""
+    max_response_chars: int = 1_000_000
+    """Longest accepted response."""
+    summary_chars: int = 400
+    """Budget of each earlier turn's reasoning summary."""
+    correctness_trials: int = 3
+    """Fresh-input correctness trials per step."""
+    timing_trials: int | None = None
+    """Timed rounds per side (None: 30 on cuda, 3 on cpu)."""
+    compile_timeout_s: float = 300.0
+    """Limit on importing the candidate plus its first call (CUDA builds, Triton JIT)."""
+    run_timeout_s: float = 120.0
+    """Limit on correctness plus timing."""
+    workers: int = 1
+    """Sandbox worker processes of the default local evaluator."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Keys a preset file sets that later features read (kept, not interpreted here)."""
+
+    def validate(self) -> None:
+        if self.backend not in BACKENDS:
+            raise ConfigError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
+        if self.device not in DEVICES:
+            raise ConfigError(f"device must be one of {DEVICES}, got {self.device!r}")
+        if self.max_turns < 1:
+            raise ConfigError(f"max_turns must be >= 1, got {self.max_turns}")
+        if self.aggregation not in ("sum", "max"):
+            raise ConfigError(f"aggregation must be 'sum' or 'max', got {self.aggregation!r}")
+        if not 0.0 <= self.gamma <= 1.0:
+            raise ConfigError(f"gamma must be in [0, 1], got {self.gamma}")
+        from kernel_gym.checks import get_preset
+        from kernel_gym.rewards import get_score
+
+        get_preset(self.checks)
+        get_score(self.score)
+
+
+def list_presets() -> list[str]:
+    return sorted(p.stem for p in data_dir("envs").glob("*.toml"))
+
+
+def load_preset(name: str) -> dict[str, Any]:
+    path = data_dir("envs") / f"{name}.toml"
+    if not path.is_file():
+        raise UnknownPresetError("environment preset", name, list_presets())
+    return tomllib.loads(path.read_text())
+
+
+def make_config(preset: str | None = None, **kwargs: Any) -> EnvConfig:
+    """A preset's values, overridden by explicit keyword arguments; unknown keys raise."""
+    values = load_preset(preset) if preset else {}
+    values.update(kwargs)
+    known = {f.name for f in dataclasses.fields(EnvConfig)}
+    unknown = sorted(set(kwargs) - known)
+    if unknown:
+        raise ConfigError(f"unknown argument(s) {unknown}; known: {sorted(known)}")
+    extra = {k: values.pop(k) for k in list(values) if k not in known}
+    config = EnvConfig(**values)
+    config.extra.update(extra)
+    config.validate()
+    return config

@@ -1,0 +1,243 @@
+"""KernelRefineEnv: multi-turn GPU-kernel refinement as a Gymnasium environment."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from kernel_gym.actions import ParsedAction, parse_action
+from kernel_gym.config import EnvConfig, make_config
+from kernel_gym.errors import KernelGymError
+from kernel_gym.eval.evaluator import Evaluator, LocalEvaluator
+from kernel_gym.eval.job import EvalConfig, EvalJob
+from kernel_gym.eval.result import EvalResult, Outcome
+from kernel_gym.feedback import (Summarizer, TurnView, extractive_summary, render_feedback, render_observation,
+                                 render_prompt, status_line)
+from kernel_gym.rewards import TurnSignals, aggregate, get_score
+from kernel_gym.spaces import FreeText
+from kernel_gym.tasks import Task, list_tasks, load_task
+from kernel_gym.trajectory import TrajectoryLog
+
+SCORING_TEXT = {
+    "kevin": "Each turn scores 0.3 for a correct solution plus its speedup over the reference (0 if incorrect or if any\n"
+             "anti-hacking check fires).",
+}
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One step of an episode, as recorded (the typed form of `info`)."""
+
+    turn: int
+    parsed: ParsedAction
+    result: EvalResult
+    score: float
+    feedback: str
+    summary: str
+
+
+class KernelRefineEnv(gym.Env):
+    """Refine a GPU kernel over several turns against a PyTorch reference.
+
+    ## Description
+    Each episode is one task: a PyTorch reference program in KernelBench format. The agent answers with its
+    reasoning and a `ModelNew` in a fenced code block whose forward runs its own Triton or CUDA kernels.
+    Each step extracts the code, runs static anti-hack checks, then — in a separate sandbox worker process —
+    compiles it, checks it on fresh random inputs against the reference, times both, and runs dynamic checks.
+
+    ## Action Space
+    `str`: the whole model response. The code is its last fenced code block; the rest is the reasoning.
+
+    ## Observation Space
+    `str`: the task prompt, then for each earlier turn a summary of its reasoning, its kernel and its feedback,
+    then the newest feedback, within `max_obs_chars`.
+
+    ## Rewards
+    `reward` is this turn's score, Kevin's by default: `S = 0.3·1{correct} + 1{correct}·speedup`
+    (speedup = baseline_ms / runtime_ms), 0 whenever an anti-hack check fires. At the last step
+    `info["returns"] = aggregate(scores, gamma, aggregation)`: sum `R_t = Σ_{i≥t} γ^(i−t) s_i` or
+    max `R_t = max_{i≥t} γ^(i−t) s_i` (default sum, γ = 0.4).
+
+    ## Episode End
+    - Truncation: after `max_turns` steps (`info["episode_end"] = "max_turns"`).
+    - Termination: never; a correct kernel can always be made faster.
+
+    ## Arguments
+    | name | type | default | meaning |
+    |---|---|---|---|
+    | task | str or list | "level1/relu" | task id, KernelBench file path, list, or "suite:level1" |
+    | backend | str | "auto" | "triton", "cuda" or "auto" |
+    | device | str | "auto" | "cuda", "cpu" or "auto" |
+    | max_turns | int | 8 | turns per episode |
+    | score | str or callable | "kevin" | per-turn score |
+    | aggregation | str | "sum" | "sum" or "max" |
+    | gamma | float | 0.4 | discount of returns |
+    | checks | str | "standard" | anti-hack preset |
+    | log_dir | str or None | None | JSONL trajectory log folder |
+    | preset | str or None | None | a file in envs/ (e.g. "kevin"); explicit arguments override it |
+    | evaluator | object or None | None | anything with evaluate(job) and close(); a local pool by default |
+    | summarizer | callable or None | None | reasoning -> summary; extractive by default |
+    Every other field of `kernel_gym.config.EnvConfig` may be passed too.
+
+    ## Version History
+    - v0: initial release.
+
+    >>> import gymnasium as gym, kernel_gym
+    >>> env = gym.make("KernelRefine-v0", task="level1/relu", device="cpu", max_turns=2)
+    """
+
+    metadata = {"render_modes": ["ansi"]}
+
+    def __init__(self, *, preset: str | None = None, evaluator: Evaluator | None = None,
+                 summarizer: Summarizer | None = None, render_mode: str | None = None, **kwargs: Any):
+        self.config: EnvConfig = make_config(preset, **kwargs)
+        self.render_mode = render_mode
+        self.device = self.config.device if self.config.device != "auto" else _auto_device()
+        self.score_fn = get_score(self.config.score)
+        self.summarizer = summarizer or (lambda text: extractive_summary(text, self.config.summary_chars))
+        self._owns_evaluator = evaluator is None
+        self.evaluator = evaluator or LocalEvaluator(self.device, workers=self.config.workers)
+        if isinstance(self.evaluator, LocalEvaluator):
+            self.evaluator.start()
+        self.observation_space = FreeText(self.config.max_obs_chars)
+        self.action_space = FreeText(self.config.max_response_chars)
+        self.log = TrajectoryLog(self.config.log_dir) if self.config.log_dir else None
+        self.task: Task | None = None
+        self.turns: list[Turn] = []
+        self.prompt = ""
+        self.episode_id = ""
+        self._done = True
+
+    # ---- gymnasium API -------------------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        super().reset(seed=seed)
+        options = options or {}
+        self.task = load_task(options.get("task") or self._pick_task())
+        self.turns, self._done = [], False
+        self.episode_id = uuid.uuid4().hex
+        atol, rtol = self._tolerance()
+        self.prompt = render_prompt(self.task, backend=self.config.backend, checks=self.config.checks,
+                                    device=self.device, scoring=self._scoring_text(), atol=atol, rtol=rtol)
+        obs = self._fit(self.prompt)
+        return obs, {"task": self.task.id, "episode_id": self.episode_id, "device": self.device,
+                     "max_turns": self.config.max_turns}
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        if self._done or self.task is None:
+            raise KernelGymError("the episode has ended: call reset() before step()")
+        t0 = time.perf_counter()
+        parsed = parse_action(action, backend=self.config.backend, max_response_chars=self.config.max_response_chars,
+                              max_code_chars=self.config.max_code_chars)
+        parse_ms = (time.perf_counter() - t0) * 1e3
+        if parsed.ok:
+            result = self.evaluator.evaluate(self._job(parsed))
+        else:
+            result = EvalResult(outcome=Outcome.FORMAT_ERROR, message=parsed.error or "")
+        result = result.replace(stage_ms={"parse": round(parse_ms, 3), **result.stage_ms})
+        signals = TurnSignals(format_ok=parsed.ok, compiled=result.compiled, correct=result.correct and not result.hacks,
+                              speedup=result.speedup, hacks=result.hacks,
+                              response_chars=len(action) if isinstance(action, str) else 0, signals=dict(result.signals))
+        score = float(self.score_fn(signals))
+        turn = Turn(len(self.turns) + 1, parsed, result, score, render_feedback(result),
+                    self.summarizer(parsed.reasoning) if parsed.reasoning else "")
+        self.turns.append(turn)
+        truncated = turn.turn >= self.config.max_turns
+        self._done = truncated
+        obs = self._observation()
+        info = self._info(turn, truncated, step_ms=(time.perf_counter() - t0) * 1e3)
+        if self.log is not None:
+            self.log.write({"episode_id": self.episode_id, "task": self.task.id, "turn": turn.turn,
+                            "action": action if isinstance(action, str) else repr(action), "observation": obs,
+                            "info": info, "time": time.time()})
+        return obs, score, False, truncated, info
+
+    def render(self) -> str | None:
+        if self.render_mode == "ansi":
+            return self._observation() if self.turns else self._fit(self.prompt)
+        return None
+
+    def close(self) -> None:
+        if self._owns_evaluator and self.evaluator is not None:
+            self.evaluator.close()
+        if self.log is not None:
+            self.log.close()
+        super().close()
+
+    # ---- pieces --------------------------------------------------------------------------------------
+    def _pick_task(self) -> str:
+        choices = self.config.task
+        if isinstance(choices, str) and choices.startswith("suite:"):
+            choices = list_tasks(choices.split(":", 1)[1])
+        if isinstance(choices, (list, tuple)):
+            if not choices:
+                raise KernelGymError("the task list is empty")
+            return str(choices[int(self.np_random.integers(len(choices)))])
+        return str(choices)
+
+    def _tolerance(self) -> tuple[float, float]:
+        meta = self.task.metadata
+        if "atol" in meta or "rtol" in meta:
+            return float(meta.get("atol", 1e-4)), float(meta.get("rtol", 1e-4))
+        return EvalConfig().tolerances.get(self.task.dtype, (1e-4, 1e-4))
+
+    def _scoring_text(self) -> str:
+        name = self.config.score if isinstance(self.config.score, str) else "custom"
+        doc = SCORING_TEXT.get(name) or (getattr(self.score_fn, "__doc__", "") or "").strip().splitlines()[0:1]
+        return doc if isinstance(doc, str) else (doc[0] if doc else "Correct and faster solutions score higher.")
+
+    def _job(self, parsed: ParsedAction) -> EvalJob:
+        cfg = self.config
+        eval_config = EvalConfig(device=self.device, correctness_trials=cfg.correctness_trials,
+                                 timing_trials=cfg.timing_trials, compile_timeout_s=cfg.compile_timeout_s,
+                                 run_timeout_s=cfg.run_timeout_s, checks=cfg.checks,
+                                 seed=int(self.np_random.integers(2**31 - 1)))
+        meta = self.task.metadata
+        tolerance = self._tolerance() if ("atol" in meta or "rtol" in meta) else None
+        return EvalJob(task_id=self.task.id, task_source=self.task.source, code=parsed.code or "",
+                       backend=parsed.backend or ("cuda" if cfg.backend == "cuda" else "triton"),
+                       sizes=self.task.sizes_for(self.device, cfg.size), alt_sizes=self.task.alt_sizes_for(self.device)
+                       if cfg.size in ("auto", "cpu", "full") else None, dtype=self.task.dtype,
+                       allow_precision=self.task.allow_precision, tolerance=tolerance, config=eval_config)
+
+    def _observation(self) -> str:
+        views = [TurnView(t.turn, status_line(t.result), t.summary, t.parsed.code, t.feedback, t.parsed.code is not None)
+                 for t in self.turns]
+        return self._fit(render_observation(self.prompt, views, max_turns=self.config.max_turns,
+                                            max_chars=self.config.max_obs_chars, keep_kernels=self.config.keep_kernels))
+
+    def _fit(self, text: str) -> str:
+        limit = self.config.max_obs_chars
+        return text if len(text) <= limit else text[: limit - 40] + "\n... [observation cut to its budget]\n"
+
+    def _info(self, turn: Turn, truncated: bool, step_ms: float) -> dict[str, Any]:
+        r = turn.result
+        info: dict[str, Any] = {
+            "turn": turn.turn, "task": self.task.id, "backend": r.backend if turn.parsed.ok else turn.parsed.backend,
+            "format_ok": turn.parsed.ok, "compiled": bool(r.compiled), "correct": bool(r.correct and not r.hacks),
+            "speedup": r.speedup, "runtime_ms": r.timing.runtime_ms if r.timing else None,
+            "baseline_ms": r.timing.baseline_ms if r.timing else None, "score": turn.score, "hacks": list(r.hacks),
+            "error": None if r.correct else r.outcome.value, "feedback": turn.feedback,
+            "outcome": r.outcome.value, "message": r.message, "hack_details": list(r.hack_details),
+            "stage_ms": {**r.stage_ms, "step": round(step_ms, 3)}, "signals": dict(r.signals),
+            "reasoning_summary": turn.summary, "code_span": list(turn.parsed.code_span) if turn.parsed.code_span else None,
+            "timing": None if r.timing is None else {"runtime_cv": r.timing.runtime_cv, "baseline_cv": r.timing.baseline_cv,
+                                                     "trials": r.timing.trials, "method": r.timing.method},
+            "episode_id": self.episode_id, "device": self.device, "worker_recycled": r.worker_recycled,
+        }
+        if truncated:
+            scores = [t.score for t in self.turns]
+            info["scores"] = scores
+            info["returns"] = aggregate(scores, self.config.gamma, self.config.aggregation)
+            info["episode_end"] = "max_turns"
+        return info
+
+
+def _auto_device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"

@@ -1,0 +1,99 @@
+"""Compare candidate outputs with reference outputs: shapes, dtypes, values, and degenerate outputs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from kernel_gym.eval.result import Mismatch
+
+
+def flatten_outputs(out: Any) -> list[Any]:
+    """A forward may return a tensor or a tuple/list of tensors; anything else is compared as-is."""
+    if isinstance(out, (tuple, list)):
+        return list(out)
+    return [out]
+
+
+def _where(index: int, got: torch.Tensor, exp: torch.Tensor, flat_idx: int) -> str:
+    pos = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat_idx), exp.shape)) if exp.dim() else ()
+    g, e = got.reshape(-1)[flat_idx].item(), exp.reshape(-1)[flat_idx].item()
+    return f"output {index} at index {pos}: got {g:.6g}, expected {e:.6g}"
+
+
+def compare_outputs(got: Any, expected: Any, atol: float, rtol: float, max_rel_l2: float) -> Mismatch | None:
+    """None when every output matches; otherwise what differs and where (the first bad element)."""
+    got_list, exp_list = flatten_outputs(got), flatten_outputs(expected)
+    if len(got_list) != len(exp_list):
+        return Mismatch(where=f"returned {len(got_list)} outputs, expected {len(exp_list)}")
+    for i, (g, e) in enumerate(zip(got_list, exp_list)):
+        if not isinstance(e, torch.Tensor):
+            if g != e:
+                return Mismatch(where=f"output {i}: got {g!r}, expected {e!r}")
+            continue
+        if not isinstance(g, torch.Tensor):
+            return Mismatch(where=f"output {i} is a {type(g).__name__}, expected a tensor")
+        if tuple(g.shape) != tuple(e.shape):
+            return Mismatch(where=f"output {i} has shape {tuple(g.shape)}, expected {tuple(e.shape)}")
+        if g.dtype != e.dtype:
+            return Mismatch(where=f"output {i} has dtype {g.dtype}, expected {e.dtype}")
+        if g.device != e.device:
+            return Mismatch(where=f"output {i} is on {g.device}, expected {e.device}")
+        bad = _compare_values(i, g.detach(), e.detach(), atol, rtol, max_rel_l2)
+        if bad:
+            return bad
+    return None
+
+
+def _compare_values(i: int, g: torch.Tensor, e: torch.Tensor, atol: float, rtol: float, max_rel_l2: float) -> Mismatch | None:
+    if e.numel() == 0:
+        return None
+    g64, e64 = g.to(torch.float64), e.to(torch.float64)
+    diff = (g64 - e64).abs()
+    # NaN/inf must appear exactly where the reference has them.
+    g_nan, e_nan = torch.isnan(g64), torch.isnan(e64)
+    finite = torch.isfinite(e64) & torch.isfinite(g64)
+    special_ok = ~finite & (g_nan == e_nan) & ((g64 == e64) | (g_nan & e_nan))
+    close = (finite & (diff <= atol + rtol * e64.abs())) | special_ok
+    fin_diff = torch.where(finite, diff, torch.zeros_like(diff))
+    max_abs = float(fin_diff.max())
+    rel = fin_diff / e64.abs().clamp_min(atol)
+    max_rel = float(rel.max())
+    n_bad = int((~close).sum())
+    if n_bad:
+        first = int(torch.nonzero(~close.reshape(-1))[0])
+        return Mismatch(max_abs, max_rel, _where(i, g64, e64, first), n_bad, e.numel())
+    ref_norm = float(torch.linalg.vector_norm(torch.where(finite, e64, 0)))
+    err_norm = float(torch.linalg.vector_norm(fin_diff))
+    if ref_norm > 0 and err_norm / ref_norm > max_rel_l2:
+        return Mismatch(
+            max_abs, max_rel,
+            f"output {i}: every element is within atol={atol:g}, but the relative L2 error is {err_norm / ref_norm:.3g} "
+            f"(limit {max_rel_l2:g}); the output is degenerate (e.g. all zeros against a small-valued reference)",
+            0, e.numel(),
+        )
+    return None
+
+
+def tensors_equal(a: Any, b: Any) -> bool:
+    """Bitwise equality of two (nested) input lists, NaN-aware; used to detect input mutation."""
+    la, lb = flatten_outputs(a), flatten_outputs(b)
+    if len(la) != len(lb):
+        return False
+    for x, y in zip(la, lb):
+        if isinstance(x, torch.Tensor):
+            if not isinstance(y, torch.Tensor) or x.shape != y.shape or not torch.equal(x.nan_to_num(0.0), y.nan_to_num(0.0)):
+                return False
+    return True
+
+
+def error_summary(m: Mismatch) -> str:
+    parts = []
+    if m.n_bad:
+        parts.append(f"{m.n_bad:,} of {m.n_total:,} elements differ")
+    if m.max_abs_err is not None:
+        parts.append(f"max abs error {m.max_abs_err:.3g}, max rel error {m.max_rel_err:.3g}")
+    if m.where:
+        parts.append(f"first: {m.where}")
+    return "; ".join(parts)

@@ -1,0 +1,105 @@
+"""CUDA solutions: `load_inline` inside a worker, isolated per job; on the CPU backend, an nvcc compile check.
+
+The candidate calls `torch.utils.cpp_extension.load_inline` itself when imported. Inside a worker that
+function is replaced by `isolated_load_inline`: on cuda it builds into the job's own directory under a
+content-hashed name (so jobs never see each other's builds); on cpu it captures the sources and stops the
+import with `CudaSourcesCaptured`, after which `nvcc_check` compiles the CUDA sources to a cubin.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sysconfig
+import time
+from pathlib import Path
+from typing import Any
+
+from kernel_gym.eval.launches import counted_extension
+
+_REAL_LOAD_INLINE = None
+
+
+class CudaSourcesCaptured(Exception):
+    """Raised inside a cpu worker in place of building: carries load_inline's arguments."""
+
+    def __init__(self, kwargs: dict[str, Any]):
+        super().__init__("load_inline captured")
+        self.kwargs = kwargs
+
+
+def _as_text(src: Any) -> str:
+    if src is None:
+        return ""
+    return "\n".join(src) if isinstance(src, (list, tuple)) else str(src)
+
+
+def install(device: str, build_root: Path) -> None:
+    """Replace load_inline (and load) in torch.utils.cpp_extension for this worker process."""
+    import torch.utils.cpp_extension as ext
+
+    global _REAL_LOAD_INLINE
+    if _REAL_LOAD_INLINE is None:
+        _REAL_LOAD_INLINE = ext.load_inline
+
+    def isolated_load_inline(name: str, cpp_sources: Any = None, cuda_sources: Any = None, *args: Any, **kwargs: Any):
+        kwargs.update(dict(zip(("functions", "extra_cflags", "extra_cuda_cflags", "extra_ldflags",
+                                "extra_include_paths", "build_directory", "verbose", "with_cuda"), args)))
+        if device != "cuda":
+            raise CudaSourcesCaptured({"name": name, "cpp_sources": _as_text(cpp_sources),
+                                       "cuda_sources": _as_text(cuda_sources), **kwargs})
+        digest = hashlib.sha256((_as_text(cpp_sources) + "\0" + _as_text(cuda_sources) + repr(sorted(
+            (k, repr(v)) for k, v in kwargs.items() if k != "verbose"))).encode()).hexdigest()[:12]
+        build_dir = Path(os.environ.get("TORCH_EXTENSIONS_DIR", build_root)) / f"{name}_{digest}"
+        build_dir.mkdir(parents=True, exist_ok=True)
+        kwargs["build_directory"] = str(build_dir)
+        kwargs.setdefault("verbose", False)
+        module = _REAL_LOAD_INLINE(f"{name}_{digest}", cpp_sources, cuda_sources, **kwargs)
+        return counted_extension(module)
+
+    ext.load_inline = isolated_load_inline
+
+
+def _cache_dir() -> Path:
+    root = Path(os.environ.get("KERNEL_GYM_CACHE", Path.home() / ".cache" / "kernel_gym")) / "nvcc_check"
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def find_nvcc() -> str | None:
+    cuda_home = os.environ.get("CUDA_HOME")
+    if cuda_home and (Path(cuda_home) / "bin" / "nvcc").exists():
+        return str(Path(cuda_home) / "bin" / "nvcc")
+    return shutil.which("nvcc")
+
+
+def nvcc_check(cuda_source: str, *, arch: str = "sm_90", timeout_s: float = 300.0, workdir: Path) -> tuple[bool, str]:
+    """Compile CUDA source (torch headers on the include path) to a cubin; (ok, trimmed log). Cached by content."""
+    nvcc = find_nvcc()
+    if nvcc is None:
+        return True, "nvcc not found: the CUDA source was not compile-checked"
+    key = hashlib.sha256(f"{arch}\0{cuda_source}".encode()).hexdigest()
+    cached = _cache_dir() / f"{key}.json"
+    if cached.exists():
+        d = json.loads(cached.read_text())
+        return d["ok"], d["log"]
+    from torch.utils.cpp_extension import include_paths
+
+    src = workdir / "check.cu"
+    src.write_text(cuda_source)
+    cmd = [nvcc, "-cubin", f"-arch={arch}", "-std=c++20", "-o", str(workdir / "check.cubin"), str(src),
+           "-I" + sysconfig.get_paths()["include"], "-DTORCH_EXTENSION_NAME=check", "-w"]
+    cmd += [f"-I{p}" for p in include_paths()]
+    t0 = time.perf_counter()
+    try:
+        run = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=workdir)
+    except subprocess.TimeoutExpired:
+        return False, f"nvcc did not finish within {timeout_s:.0f} s"
+    ok = run.returncode == 0
+    log = "" if ok else (run.stderr + run.stdout)
+    log = log.replace(str(src), "cuda_sources")
+    cached.write_text(json.dumps({"ok": ok, "log": log, "seconds": time.perf_counter() - t0}))
+    return ok, log

@@ -1,0 +1,71 @@
+"""The env's side of evaluation: static checks in-process (source only), then a sandbox worker.
+
+An evaluator is anything with `evaluate(job) -> EvalResult` and `close()`; `LocalEvaluator` owns a worker
+pool on this machine. Later backends (Ray, an HTTP service) plug in with the same two methods.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Protocol
+
+from kernel_gym.eval.job import EvalJob
+from kernel_gym.eval.result import EvalResult, Outcome
+
+
+class Evaluator(Protocol):
+    def evaluate(self, job: EvalJob) -> EvalResult: ...
+
+    def close(self) -> None: ...
+
+
+def static_verdict(job: EvalJob) -> EvalResult | None:
+    """REJECTED when a static rule of the job's preset fires, else None. Runs no candidate code."""
+    from kernel_gym.checks import run_static_checks
+
+    t0 = time.perf_counter()
+    violations = run_static_checks(job.code, job.config.checks, backend=job.backend, task_dtype=job.dtype,
+                                   allow_precision=job.allow_precision)
+    ms = round((time.perf_counter() - t0) * 1e3, 3)
+    if not violations:
+        return None
+    names = tuple(dict.fromkeys(v.rule for v in violations))
+    details = tuple(f"[{v.rule}]" + (f" line {v.line}" if v.line else "") + f": {v.message}" for v in violations)
+    return EvalResult(outcome=Outcome.REJECTED, message="\n".join(details), backend=job.backend, hacks=names,
+                      hack_details=details, stage_ms={"checks": ms})
+
+
+class LocalEvaluator:
+    """Static checks, then a pool of sandbox workers on this machine (started lazily, in the background)."""
+
+    def __init__(self, device: str = "cpu", workers: int = 1, gpus: list[int] | None = None,
+                 memory_limit_gb: float | None = None):
+        self.device, self.workers, self.gpus, self.memory_limit_gb = device, workers, gpus, memory_limit_gb
+        self._pool = None
+        self._lock = threading.Lock()
+
+    @property
+    def pool(self):
+        with self._lock:
+            if self._pool is None:
+                from kernel_gym.sandbox import WorkerPool
+
+                self._pool = WorkerPool(self.device, self.workers, self.gpus, self.memory_limit_gb)
+            return self._pool
+
+    def start(self) -> None:
+        """Spawn the workers now so that the first step does not wait for them."""
+        _ = self.pool
+
+    def evaluate(self, job: EvalJob) -> EvalResult:
+        rejected = static_verdict(job)
+        if rejected is not None:
+            return rejected
+        return self.pool.evaluate(job)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._pool is not None:
+                self._pool.close()
+                self._pool = None

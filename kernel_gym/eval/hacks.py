@@ -1,0 +1,29 @@
+"""Names of the dynamic anti-hack checks run inside a worker, each with the rule it enforces.
+
+Static (source) rules live in kernel_gym.checks; both kinds report their names in `info["hacks"]`.
+"""
+
+from __future__ import annotations
+
+DYNAMIC_CHECKS: dict[str, str] = {
+    "input_mutation": "the forward must not write into its inputs (inputs are compared with clones after the call)",
+    "lazy_output": "outputs must be plain torch.Tensor objects, not subclasses that defer or fake work",
+    "background_thread": "no thread started by the solution may still run after forward() returns",
+    "harness_tampering": "timers, torch functions, tracing hooks, dispatch modes and precision flags must be untouched",
+    "no_custom_kernel": "the forward must launch at least one of the solution's own kernels",
+    "decoy_kernel": "with the solution's Triton launches skipped the output must change; otherwise the kernels do no work",
+    "output_caching": "every timed call gets fresh inputs and must return their correct outputs (no caching, no skipping)",
+    "input_specialization": "the solution must be correct for every input, not only some seeds",
+    "shape_specialization": "the solution must be correct at a second input shape, not only the one shown",
+    "timer_tampering": "the timer must agree with the host clock over the same synchronized interval",
+    "precision_downcast": "outputs must keep the task's dtype contract (no fp16/bf16/tf32 on fp32 tasks)",
+}
+
+
+class Hack(Exception):
+    """Raised inside a worker when a dynamic check fires."""
+
+    def __init__(self, name: str, message: str):
+        assert name in DYNAMIC_CHECKS, name
+        super().__init__(message)
+        self.name, self.message = name, message

@@ -1,0 +1,113 @@
+"""Integrity of the harness inside a worker: detect candidates that patch timers, torch or our own code.
+
+A snapshot of the identity of every attribute of the modules the harness relies on is taken when the worker
+starts, before any candidate runs; after each candidate interaction the live objects are compared with it.
+Anything replaced (a monkeypatched `torch.cuda.Event.elapsed_time`, `time.perf_counter`, `torch.allclose`,
+a tensor method, a function's `__code__` in kernel_gym.eval) is reported by name. Tracing hooks,
+`__torch_function__`/dispatch modes and precision flags are checked too.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+import types
+from typing import Any
+
+import torch
+
+_WATCHED_MODULES = ("torch", "torch.cuda", "torch.nn.functional", "time", "builtins", "os", "gc", "threading",
+                    "numpy", "triton", "triton.testing", "kernel_gym.eval.compare", "kernel_gym.eval.timing",
+                    "kernel_gym.eval.runner", "kernel_gym.eval.integrity", "kernel_gym.eval.loading",
+                    "kernel_gym.sandbox.worker", "kernel_gym.sandbox.protocol")
+_WATCHED_CLASSES = (torch.Tensor, torch.cuda.Event, torch.nn.Module, threading.Thread)
+
+
+def _attrs(obj: Any) -> dict[str, int]:
+    out = {}
+    for name in list(vars(obj)):
+        if name.startswith("__") and name not in ("__torch_function__", "__torch_dispatch__", "__call__", "__eq__"):
+            continue
+        try:
+            value = vars(obj)[name]
+        except KeyError:
+            continue
+        if not (callable(value) or isinstance(value, (types.ModuleType, property, staticmethod, classmethod))):
+            continue  # plain state (counters, flags, caches) changes legitimately
+        out[name] = id(value)
+        code = getattr(value, "__code__", None)
+        if code is not None:
+            out[name + ".__code__"] = id(code)
+    return out
+
+
+def precision_flags() -> dict[str, Any]:
+    return {
+        "matmul.allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+        "cudnn.allow_tf32": torch.backends.cudnn.allow_tf32,
+        "float32_matmul_precision": torch.get_float32_matmul_precision(),
+        "matmul.allow_fp16_reduced_precision_reduction": torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
+        "matmul.allow_bf16_reduced_precision_reduction": torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
+        "cudnn.benchmark": torch.backends.cudnn.benchmark,
+        "deterministic": torch.are_deterministic_algorithms_enabled(),
+    }
+
+
+def pin_precision() -> None:
+    """Full fp32 everywhere, identically for reference and candidate (CUDA Agent's TF32 hole)."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
+    torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = True  # torch's default
+    torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = True  # torch's default
+
+
+class Snapshot:
+    """What the harness looks like before any candidate code runs."""
+
+    def __init__(self) -> None:
+        self.objects: dict[str, dict[str, int]] = {}
+        for name in _WATCHED_MODULES:
+            module = sys.modules.get(name)
+            if isinstance(module, types.ModuleType):
+                self.objects[name] = _attrs(module)
+        for cls in _WATCHED_CLASSES:
+            self.objects[f"{cls.__module__}.{cls.__qualname__}"] = _attrs(cls)
+        self.module_ids = {name: id(sys.modules.get(name)) for name in self.objects if name in sys.modules}
+        self.flags = precision_flags()
+        self.perf_counter = time.perf_counter
+
+    def _live(self, key: str) -> Any:
+        if key in self.module_ids:
+            return sys.modules.get(key)
+        for cls in _WATCHED_CLASSES:
+            if f"{cls.__module__}.{cls.__qualname__}" == key:
+                return cls
+        return None
+
+    def changes(self) -> list[str]:
+        """Names of everything patched since the snapshot (empty when intact)."""
+        found = []
+        for name, module_id in self.module_ids.items():
+            if id(sys.modules.get(name)) != module_id:
+                found.append(f"sys.modules[{name!r}] replaced")
+        for key, attrs in self.objects.items():
+            live = self._live(key)
+            if live is None:
+                continue
+            now = _attrs(live)
+            for attr, ident in attrs.items():
+                if now.get(attr) != ident:
+                    found.append(f"{key}.{attr}")
+            found.extend(f"{key}.{attr} (added)" for attr in now.keys() - attrs.keys()
+                         if attr in ("__torch_function__", "__torch_dispatch__"))
+        if sys.gettrace() is not None or sys.getprofile() is not None:
+            found.append("sys.settrace/setprofile hook installed")
+        if torch._C._is_torch_function_mode_enabled() and torch.overrides._get_current_function_mode_stack():
+            found.append("a __torch_function__ mode is active")
+        if torch._C._len_torch_dispatch_stack() > 0:
+            found.append("a __torch_dispatch__ mode is active")
+        flags = precision_flags()
+        found.extend(f"torch flag {k} changed to {flags[k]!r}" for k in flags if flags[k] != self.flags[k])
+        return found[:20]

@@ -1,0 +1,90 @@
+"""What the sandbox is asked to do: one candidate against one task, under one evaluation config."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+# Per-dtype tolerances (atol, rtol), KernelBench's current values: tight for fp32 so that a silent
+# drop to tf32/fp16 fails, looser for half types whose own rounding is ~1e-3.
+DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
+    "float32": (1e-4, 1e-4),
+    "float64": (1e-6, 1e-6),
+    "float16": (1e-2, 1e-2),
+    "bfloat16": (1e-2, 1e-2),
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class EvalConfig:
+    """How a candidate is evaluated. Every field has a default fit for its device."""
+
+    device: str = "cpu"
+    """"cpu" (Triton interpreter, wall-clock timing) or "cuda" (events, L2 flush)."""
+    correctness_trials: int = 3
+    """Fresh-input trials, each from its own seed, compared to the reference."""
+    timing_trials: int | None = None
+    """Timed rounds per side; None picks 30 on cuda and 3 on cpu."""
+    warmup: int = 3
+    """Untimed calls of each side before timing."""
+    tolerances: dict[str, tuple[float, float]] = field(default_factory=lambda: dict(DEFAULT_TOLERANCES))
+    """dtype name -> (atol, rtol) for the elementwise check."""
+    max_rel_l2: float = 1e-2
+    """Bound on ||out - ref|| / ||ref||: stops near-zero or degenerate outputs passing a loose atol."""
+    compile_timeout_s: float = 300.0
+    """Import of the candidate (load_inline builds run here) plus its first call (Triton JIT)."""
+    run_timeout_s: float = 120.0
+    """Correctness and timing together."""
+    seed: int = 0
+    """Base seed: trial i uses seed + 1000 * (i + 1); timing rounds use further seeds."""
+    secret_seeds: bool = True
+    """Salt every input seed with a per-job secret, so no solution can precompute outputs for known seeds."""
+    check_alt_shape: bool = True
+    """Also check correctness at the task's second shape (its KERNEL_GYM["alt"] sizes) when it has one."""
+    checks: str = "standard"
+    """Anti-hack preset name (see kernel_gym.checks)."""
+    l2_flush_mb: int = 256
+    """Size of the buffer written between timed calls on cuda to evict L2."""
+
+    @property
+    def n_timing(self) -> int:
+        if self.timing_trials is not None:
+            return self.timing_trials
+        return 30 if self.device == "cuda" else 3
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> EvalConfig:
+        d = dict(d)
+        d["tolerances"] = {k: tuple(v) for k, v in d.get("tolerances", DEFAULT_TOLERANCES).items()}
+        return cls(**d)
+
+
+@dataclass(frozen=True, kw_only=True)
+class EvalJob:
+    """One candidate to evaluate. Plain data, sent to a worker as JSON."""
+
+    task_id: str
+    task_source: str
+    code: str
+    backend: str  # "triton" | "cuda"
+    sizes: dict[str, Any] = field(default_factory=dict)  # overrides of the task's size globals
+    alt_sizes: dict[str, Any] | None = None  # a second shape, None when the task has none
+    dtype: str = "float32"
+    allow_precision: bool = False  # the task allows fp16/bf16/tf32 inside its fp32 contract
+    tolerance: tuple[float, float] | None = None  # the task's own (atol, rtol), overriding the per-dtype default
+    config: EvalConfig = field(default_factory=EvalConfig)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> EvalJob:
+        d = dict(d)
+        d["config"] = EvalConfig.from_dict(d["config"])
+        if d.get("tolerance") is not None:
+            d["tolerance"] = tuple(d["tolerance"])
+        return cls(**d)

@@ -1,0 +1,67 @@
+"""Hooks on kernel launches inside a worker: count the candidate's own launches, or skip them (ablation).
+
+Installed once when the worker starts. Counting tells whether a custom kernel ran at all; skipping every
+Triton launch for one trial tells whether the kernels carry the work: a solution still correct with its
+kernels skipped is a decoy (its result was computed some other way).
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+from dataclasses import dataclass
+from typing import Any, Callable
+
+
+@dataclass
+class LaunchState:
+    count: int = 0
+    ablate: bool = False  # when True, Triton launches return without running
+
+    def reset(self) -> None:
+        self.count, self.ablate = 0, False
+
+
+STATE = LaunchState()
+
+
+def _wrap_triton_run(original: Callable) -> Callable:
+    @functools.wraps(original)
+    def run(self, *args, grid, warmup, **kwargs):
+        if not warmup:
+            STATE.count += 1
+            if STATE.ablate:
+                return None
+        return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+
+    run.__kernel_gym_hook__ = True
+    return run
+
+
+def install_triton_hooks() -> None:
+    from triton.runtime import interpreter, jit
+
+    for cls in (jit.JITFunction, interpreter.InterpretedFunction):
+        if not getattr(cls.run, "__kernel_gym_hook__", False):
+            cls.run = _wrap_triton_run(cls.run)
+
+
+def counted_extension(module: types.ModuleType) -> types.ModuleType:
+    """A view of a compiled extension whose functions count as the candidate's own launches."""
+    proxy = types.ModuleType(module.__name__)
+    for name in dir(module):
+        value = getattr(module, name)
+        if callable(value) and not name.startswith("_"):
+            value = _counted(value)
+        setattr(proxy, name, value)
+    return proxy
+
+
+def _counted(fn: Callable) -> Callable:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        STATE.count += 1
+        return fn(*args, **kwargs)
+
+    call.__name__ = getattr(fn, "__name__", "extension_function")
+    call.__doc__ = getattr(fn, "__doc__", None)
+    return call

@@ -1,0 +1,293 @@
+"""One job inside a worker: compile -> correctness on fresh inputs -> timing -> verdict, with dynamic checks.
+
+Order of events (and why):
+- The candidate always runs *before* the reference on the same inputs (the reference gets clones), so the
+  reference's outputs never exist while candidate code runs and cannot be reused as "stale" memory.
+- Before each candidate call, freed device memory is filled with NaN bytes, so a `torch.empty` output the
+  kernel never writes shows up as NaN (partial writes, stale-output reuse).
+- Every call, timed or not, gets fresh inputs from a secret per-job seed and its outputs are compared with
+  the reference's: caching across calls, batch-and-skip and seed specialisation all fail the comparison.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from kernel_gym.eval import compare, cuda, launches, loading
+from kernel_gym.eval.errors import candidate_traceback, classify, trim
+from kernel_gym.eval.hacks import Hack
+from kernel_gym.eval.integrity import Snapshot, pin_precision
+from kernel_gym.eval.job import EvalJob
+from kernel_gym.eval.result import EvalResult, Outcome, Timing
+from kernel_gym.eval.timing import cv, make_timer, median, timer_disagrees
+
+
+class Stop(Exception):
+    """Ends the pipeline early with a finished result."""
+
+    def __init__(self, outcome: Outcome, message: str, **fields: Any):
+        super().__init__(message)
+        self.outcome, self.message, self.fields = outcome, message, fields
+
+
+def _to_device(values: list[Any], device: torch.device) -> list[Any]:
+    return [v.to(device) if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def _clone(values: list[Any]) -> list[Any]:
+    return [v.clone() if isinstance(v, torch.Tensor) else v for v in values]
+
+
+class JobRun:
+    """State of one job: modules, models, timer and what each stage took."""
+
+    def __init__(self, job: EvalJob, workdir: Path, progress: Callable[[str], None], snapshot: Snapshot):
+        self.job, self.cfg, self.workdir, self.progress, self.snapshot = job, job.config, workdir, progress, snapshot
+        self.device = torch.device(self.cfg.device)
+        self.atol, self.rtol = job.tolerance or self.cfg.tolerances.get(job.dtype, (1e-4, 1e-4))
+        self.salt = secrets.randbits(31) if self.cfg.secret_seeds else 0
+        self.stage_ms: dict[str, float] = {}
+        self.compiled = False
+        self.poisoned = False
+        self.out_bytes = 1 << 20
+
+    # ---- helpers -------------------------------------------------------------------------------------
+    def seed_for(self, i: int) -> int:
+        return (self.cfg.seed * 1_000_003 + 7919 * (i + 1) + self.salt) % (2**31)
+
+    def sync(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
+
+    def inputs(self, module: Any, seed: int) -> list[Any]:
+        torch.manual_seed(seed)
+        with torch.device(self.device):
+            return _to_device(list(module.get_inputs()), self.device)
+
+    def build(self, ref_module: Any, cand_module: Any) -> tuple[torch.nn.Module, torch.nn.Module]:
+        """Model and ModelNew, each built right after seeding with the same seed (KernelBench's convention)."""
+        torch.manual_seed(self.cfg.seed)
+        init = list(ref_module.get_init_inputs())
+        torch.manual_seed(self.cfg.seed)
+        ref = ref_module.Model(*init).to(self.device).eval()
+        torch.manual_seed(self.cfg.seed)
+        cand = cand_module.ModelNew(*init)
+        if not isinstance(cand, torch.nn.Module):
+            raise Stop(Outcome.RUNTIME_ERROR, "ModelNew must be a torch.nn.Module subclass")
+        return ref, cand.to(self.device).eval()
+
+    def poison(self) -> None:
+        """Fill memory the allocator will hand out next with NaN bytes (0xFF.. is NaN in every float type)."""
+        if self.device.type == "cuda":
+            torch.empty(self.out_bytes, dtype=torch.uint8, device=self.device).fill_(0xFF)
+
+    def call_candidate(self, model: torch.nn.Module, inputs: list[Any], timer: Any = None) -> tuple[Any, int, Any]:
+        """Run the candidate once (timed when a timer is given) and apply the per-call dynamic checks.
+
+        Returns (output, number of its own kernel launches, timing sample or None)."""
+        before = set(threading.enumerate())
+        launches.STATE.count = 0
+        sample = None
+        with torch.no_grad():
+            if timer is None:
+                out = model(*inputs)
+                self.sync()
+            else:
+                sample, out = timer.time(lambda: model(*inputs))
+        n = launches.STATE.count
+        stray = [t for t in threading.enumerate() if t not in before and t.is_alive()]
+        if stray:
+            raise Hack("background_thread", f"the forward left {len(stray)} thread(s) running ({stray[0].name}); "
+                       "all work must finish inside forward()")
+        for i, o in enumerate(compare.flatten_outputs(out)):
+            if isinstance(o, torch.Tensor) and type(o) is not torch.Tensor:
+                raise Hack("lazy_output", f"output {i} is a {type(o).__name__} (a Tensor subclass); return a plain "
+                           "torch.Tensor with the values computed")
+        return out, n, sample
+
+    def check_harness(self) -> None:
+        changes = self.snapshot.changes()
+        if changes:
+            raise Hack("harness_tampering", "the solution modified the evaluation environment: " + ", ".join(changes))
+
+    def reference(self, model: torch.nn.Module, inputs: list[Any], timer: Any = None) -> tuple[Any, Any]:
+        """Run the reference the same way as the candidate; returns (output, timing sample or None)."""
+        with torch.no_grad():
+            if timer is not None:
+                sample, out = timer.time(lambda: model(*inputs))
+                return out, sample
+            out = model(*inputs)
+        self.sync()
+        return out, None
+
+    def mismatch_text(self, m: Any) -> str:
+        return compare.error_summary(m) + f" (atol={self.atol:g}, rtol={self.rtol:g}, dtype {self.job.dtype})"
+
+    def timed(self, name: str, fn: Callable[[], Any]) -> Any:
+        self.progress(name)
+        t0 = time.perf_counter()
+        try:
+            return fn()
+        finally:
+            self.stage_ms[name] = round((time.perf_counter() - t0) * 1e3, 3)
+
+    # ---- stages --------------------------------------------------------------------------------------
+    def compile(self) -> None:
+        """Import the candidate (load_inline builds here), build both models, and make the first call (JIT)."""
+        self.ref_module = loading.load_reference(self.job.task_source, self.job.sizes)
+        threads = set(threading.enumerate())
+        try:
+            self.cand_module = loading.load_candidate(self.job.code, self.workdir)
+        except cuda.CudaSourcesCaptured as captured:
+            self.cuda_on_cpu(captured.kwargs)
+        if not hasattr(self.cand_module, "ModelNew"):
+            raise Stop(Outcome.COMPILE_ERROR, "the code defines no ModelNew")
+        if any(t not in threads and t.is_alive() for t in threading.enumerate()):
+            raise Hack("background_thread", "importing the solution started a thread; do all work inside forward()")
+        self.check_harness()
+        self.ref_model, self.cand_model = self.build(self.ref_module, self.cand_module)
+        inputs = self.inputs(self.ref_module, self.seed_for(-1))
+        self.poison()
+        self.first_out, launched, _ = self.call_candidate(self.cand_model, _clone(inputs))
+        self.compiled = True
+        if launched == 0:
+            raise Hack("no_custom_kernel", "forward() launched none of the solution's own kernels")
+
+    def cuda_on_cpu(self, kwargs: dict[str, Any]) -> None:
+        ok, log = cuda.nvcc_check(kwargs.get("cuda_sources", ""), workdir=self.workdir,
+                                  timeout_s=self.cfg.compile_timeout_s)
+        if not ok:
+            raise Stop(Outcome.COMPILE_ERROR, "nvcc failed on cuda_sources:\n" + trim(log))
+        self.compiled = True
+        raise Stop(Outcome.UNSUPPORTED, "the CUDA sources compile (nvcc check), but CUDA kernels cannot run on the "
+                   "CPU backend; evaluate on a GPU (device='cuda') or write a Triton solution")
+
+    def trial(self, i: int) -> Any:
+        """One correctness trial on fresh inputs; returns the mismatch or None."""
+        inputs = self.inputs(self.ref_module, self.seed_for(i))
+        pristine, ref_inputs = _clone(inputs), _clone(inputs)
+        self.poison()
+        out, _, _ = self.call_candidate(self.cand_model, inputs)
+        if not compare.tensors_equal(inputs, pristine):
+            raise Hack("input_mutation", "forward() modified its input tensors; write results to new outputs")
+        self.check_harness()
+        expected, _ = self.reference(self.ref_model, ref_inputs)
+        self.out_bytes = max(self.out_bytes, sum(o.numel() * o.element_size() for o in compare.flatten_outputs(expected)
+                                                 if isinstance(o, torch.Tensor)))
+        return compare.compare_outputs(out, expected, self.atol, self.rtol, self.cfg.max_rel_l2)
+
+    def correctness(self) -> None:
+        results = [self.trial(i) for i in range(self.cfg.correctness_trials)]
+        bad = [(i, m) for i, m in enumerate(results) if m is not None]
+        if bad and len(bad) < len(results):
+            raise Hack("input_specialization", f"correct on {len(results) - len(bad)} of {len(results)} input seeds but "
+                       f"wrong on the others: {self.mismatch_text(bad[0][1])}. The output must depend only on the "
+                       "inputs (no hard-coded values, caching, or races)")
+        if bad:
+            raise Stop(Outcome.MISMATCH, self.mismatch_text(bad[0][1]), mismatch=bad[0][1])
+        if self.job.backend == "triton":
+            self.ablation()
+        if self.cfg.check_alt_shape and self.job.alt_sizes:
+            self.alt_shape()
+
+    def ablation(self) -> None:
+        """Skip every Triton launch for one trial: if the output is still right, the kernels were decoys."""
+        launches.STATE.ablate = True
+        try:
+            mismatch = self.trial(10_000)
+        except Hack:
+            raise
+        except Exception:  # noqa: BLE001 - a solution that breaks without its kernels relies on them
+            mismatch = "raised"
+        finally:
+            launches.STATE.ablate = False
+        if mismatch is None:
+            raise Hack("decoy_kernel", "the output stays correct when the solution's Triton kernels are skipped, so "
+                       "the result is computed some other way; compute it in your kernels")
+
+    def alt_shape(self) -> None:
+        module = loading.load_reference(self.job.task_source, self.job.alt_sizes)
+        try:
+            ref, cand = self.build(module, self.cand_module)
+            saved = (self.ref_module, self.ref_model, self.cand_model)
+            self.ref_module, self.ref_model, self.cand_model = module, ref, cand
+            try:
+                mismatch = self.trial(20_000)
+            finally:
+                self.ref_module, self.ref_model, self.cand_model = saved
+        except (Hack, Stop):
+            raise
+        except Exception as e:  # noqa: BLE001
+            raise Hack("shape_specialization", f"correct at the main shape but fails at a second shape "
+                       f"{self.job.alt_sizes}: {candidate_traceback(e)}") from None
+        if mismatch is not None:
+            raise Hack("shape_specialization", f"correct at the main shape but wrong at a second shape "
+                       f"{self.job.alt_sizes}: {self.mismatch_text(mismatch)}. Do not hard-code sizes")
+
+    def timing(self) -> Timing:
+        """Alternate candidate and reference on fresh inputs each round; every round's outputs are checked."""
+        timer = make_timer(self.device, self.cfg.l2_flush_mb)
+        for w in range(self.cfg.warmup):
+            inputs = self.inputs(self.ref_module, self.seed_for(30_000 + w))
+            self.call_candidate(self.cand_model, _clone(inputs))
+            self.reference(self.ref_model, inputs)
+        cand_samples, ref_samples = [], []
+        for r in range(self.cfg.n_timing):
+            inputs = self.inputs(self.ref_module, self.seed_for(40_000 + r))
+            ref_inputs = _clone(inputs)
+            self.poison()
+            timer.flush()
+            out, _, sample = self.call_candidate(self.cand_model, inputs, timer)
+            cand_samples.append(sample)
+            timer.flush()
+            expected, ref_sample = self.reference(self.ref_model, ref_inputs, timer)
+            ref_samples.append(ref_sample)
+            mismatch = compare.compare_outputs(out, expected, self.atol, self.rtol, self.cfg.max_rel_l2)
+            if mismatch is not None:
+                raise Hack("output_caching", f"timed call {r + 1} returned wrong outputs for its fresh inputs "
+                           f"({self.mismatch_text(mismatch)}); every call must compute its own result")
+        self.check_harness()
+        if timer_disagrees(cand_samples):
+            raise Hack("timer_tampering", "the timer read far less than the host clock over the same interval")
+        rt, bt = [s.ms for s in cand_samples], [s.ms for s in ref_samples]
+        return Timing(runtime_ms=median(rt), baseline_ms=median(bt), runtime_cv=cv(rt), baseline_cv=cv(bt),
+                      trials=len(rt), method=timer.method)
+
+    def execute(self) -> EvalResult:
+        pin_precision()
+        stage = "compile"
+        try:
+            self.timed("compile", self.compile)
+            stage = "correctness"
+            self.timed("correctness", self.correctness)
+            stage = "timing"
+            timing = self.timed("timing", self.timing)
+        except Hack as hack:
+            return self.result(Outcome.REJECTED, hack.message, hacks=(hack.name,), hack_details=(hack.message,))
+        except Stop as stop:
+            return self.result(stop.outcome, stop.message, **stop.fields)
+        except BaseException as exc:  # noqa: BLE001 - any failure of candidate code (SystemExit too) is a verdict
+            outcome, self.poisoned = classify(exc, stage)
+            return self.result(outcome, f"{stage} failed:\n{candidate_traceback(exc)}")
+        return self.result(Outcome.CORRECT, "", timing=timing)
+
+    def result(self, outcome: Outcome, message: str, **fields: Any) -> EvalResult:
+        compiled = self.compiled or outcome in (Outcome.CORRECT, Outcome.MISMATCH)
+        return EvalResult(outcome=outcome, message=message, backend=self.job.backend, compiled=compiled,
+                          stage_ms=dict(self.stage_ms), **fields)
+
+
+def run_job(job: EvalJob, *, workdir: Path, progress: Callable[[str], None], snapshot: Snapshot) -> tuple[EvalResult, bool]:
+    """Evaluate one job; returns (result, worker_poisoned)."""
+    run = JobRun(job, workdir, progress, snapshot)
+    try:
+        return run.execute(), run.poisoned
+    finally:
+        launches.STATE.reset()
+        loading.unload(getattr(run, "cand_module", None))

@@ -1,0 +1,95 @@
+"""Timers used for both candidate and reference, so the two are always measured by the same method.
+
+On cuda: a start event, the call, a *whole-device* synchronize, then the end event. Work hidden on a side
+stream or in another thread's launches is inside the interval, and the host clock is read around the same
+interval as a cross-check on the events. On cpu: the host clock only.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+_perf_counter = time.perf_counter  # bound at import, before any candidate code runs
+
+
+@dataclass(frozen=True)
+class Sample:
+    ms: float  # the timer's reading (events on cuda, host clock on cpu)
+    host_ms: float  # host clock over the same interval
+
+
+class WallTimer:
+    method = "wall_clock"
+
+    def __init__(self, device: torch.device):
+        self.device = device
+
+    def flush(self) -> None:
+        """CPU caches are not flushed: inputs are fresh per call, which is what matters here."""
+
+    def time(self, fn: Callable[[], Any]) -> tuple[Sample, Any]:
+        t0 = _perf_counter()
+        out = fn()
+        t1 = _perf_counter()
+        ms = (t1 - t0) * 1e3
+        return Sample(ms, ms), out
+
+
+class CudaTimer:
+    method = "cuda_events+device_sync"
+
+    def __init__(self, device: torch.device, l2_flush_mb: int = 256):
+        self.device = device
+        self._flush = torch.empty(l2_flush_mb * (1 << 20) // 4, dtype=torch.int32, device=device)
+        self._event = torch.cuda.Event
+
+    def flush(self) -> None:
+        """Overwrite a buffer larger than L2 so neither side runs from a cache the other warmed."""
+        self._flush.zero_()
+        torch.cuda.synchronize(self.device)
+
+    def time(self, fn: Callable[[], Any]) -> tuple[Sample, Any]:
+        start, end = self._event(enable_timing=True), self._event(enable_timing=True)
+        torch.cuda.synchronize(self.device)
+        t0 = _perf_counter()
+        start.record()
+        out = fn()
+        torch.cuda.synchronize()  # every stream on every device: side-stream work is counted
+        end.record()
+        end.synchronize()
+        t1 = _perf_counter()
+        return Sample(start.elapsed_time(end), (t1 - t0) * 1e3), out
+
+
+def make_timer(device: torch.device, l2_flush_mb: int = 256) -> WallTimer | CudaTimer:
+    return CudaTimer(device, l2_flush_mb) if device.type == "cuda" else WallTimer(device)
+
+
+def median(xs: list[float]) -> float:
+    return statistics.median(xs)
+
+
+def cv(xs: list[float]) -> float:
+    """Coefficient of variation (stdev / mean), 0 for fewer than two samples."""
+    if len(xs) < 2:
+        return 0.0
+    m = statistics.fmean(xs)
+    return statistics.stdev(xs) / m if m > 0 else 0.0
+
+
+def timer_disagrees(samples: list[Sample], slack_ms: float = 0.05) -> bool:
+    """True when the timer reads far less than the host clock over the same intervals.
+
+    Both are taken around the same device-synchronized interval, so they agree to within launch slack
+    unless the timer (or what it reads) was tampered with.
+    """
+    if not samples:
+        return False
+    t = median([s.ms for s in samples])
+    h = median([s.host_ms for s in samples])
+    return t < 0.5 * h - slack_ms

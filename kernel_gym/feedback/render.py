@@ -1,0 +1,105 @@
+"""Observation text from jinja2 templates: the task prompt, earlier turns, and the newest feedback."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import jinja2
+
+from kernel_gym.eval.result import EvalResult
+
+_ENV = jinja2.Environment(loader=jinja2.PackageLoader("kernel_gym.feedback", "templates"), autoescape=False,
+                          keep_trailing_newline=False, undefined=jinja2.StrictUndefined)
+
+RULES_BY_PRESET = {
+    "strict": "- Every computation in forward() runs in your own kernels; PyTorch may only allocate outputs, reshape/view,\n"
+              "  and read shapes (torch.empty/empty_like, .view, .reshape, .contiguous, .shape, ...).",
+    "kevin-strict": "- Every computation in forward() runs in your own kernels; PyTorch may only allocate, view and read shapes.\n"
+                    "- The code may not contain `pass`, `try`, `except` or `torch.nn.functional` anywhere.",
+    "standard": "- Your own kernels do the work. The task's main GEMM/convolution may stay a library call (nn.Linear,\n"
+                "  nn.Conv*, torch.matmul/bmm/addmm, cuBLAS/cuDNN) when your kernels do everything else; no other\n"
+                "  PyTorch compute in forward(). PyTorch may allocate, reshape/view and read shapes.",
+    "permissive": "- PyTorch operations may stay, but at least one kernel of your own must run and carry real work.",
+}
+
+
+def render_prompt(task: Any, *, backend: str, checks: str, device: str, scoring: str, atol: float, rtol: float) -> str:
+    rules = RULES_BY_PRESET.get(checks, RULES_BY_PRESET["standard"])
+    return _ENV.get_template("prompt.j2").render(task=task, backend=backend, rules=rules, device=device,
+                                                 scoring=scoring, atol=f"{atol:g}", rtol=f"{rtol:g}").strip() + "\n"
+
+
+def feedback_fields(result: EvalResult) -> dict[str, Any]:
+    fields = {"outcome": result.outcome.value, "message": result.message, "hacks": list(result.hacks),
+              "hack_details": list(result.hack_details)}
+    if result.timing is not None:
+        t = result.timing
+        fields.update(runtime_ms=t.runtime_ms, baseline_ms=t.baseline_ms, speedup=t.speedup, trials=t.trials,
+                      method=t.method, runtime_cv=t.runtime_cv, baseline_cv=t.baseline_cv)
+    return fields
+
+
+def render_feedback(result: EvalResult) -> str:
+    return _ENV.get_template("feedback.j2").render(r=feedback_fields(result)).strip()
+
+
+def status_line(result: EvalResult) -> str:
+    """A one-line verdict for the history."""
+    if result.correct and result.timing is not None:
+        return f"correct, speedup {result.timing.speedup:.3g}x ({result.timing.runtime_ms:.4g} ms)"
+    if result.hacks:
+        return "rejected (" + ", ".join(result.hacks) + ")"
+    return result.outcome.value.replace("_", " ")
+
+
+@dataclass(frozen=True)
+class TurnView:
+    """One earlier turn as the observation shows it."""
+
+    turn: int
+    status: str
+    summary: str
+    code: str | None
+    feedback: str
+    had_code: bool = True
+
+
+def _short(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 20].rstrip() + " ... [trimmed]"
+
+
+def render_observation(prompt: str, turns: list[TurnView], *, max_turns: int, max_chars: int,
+                       keep_kernels: int | None = None) -> str:
+    """Render within max_chars: first older kernels go, then older feedback shrinks, then the oldest turns go."""
+    if not turns:
+        return prompt
+    history, latest = list(turns[:-1]), turns[-1]
+    if keep_kernels is not None:
+        cut = max(0, len(history) - max(0, keep_kernels - 1))
+        history = [replace(t, code=None) if i < cut else t for i, t in enumerate(history)]
+    omitted = 0
+
+    def render() -> str:
+        return _ENV.get_template("observation.j2").render(prompt=prompt.rstrip(), history=history, latest=latest,
+                                                          max_turns=max_turns, omitted=omitted).strip() + "\n"
+
+    text = render()
+    for i in range(len(history)):  # oldest kernels first
+        if len(text) <= max_chars:
+            return text
+        history[i] = replace(history[i], code=None)
+        text = render()
+    for i in range(len(history)):
+        if len(text) <= max_chars:
+            return text
+        history[i] = replace(history[i], feedback=_short(history[i].feedback, 300), summary=_short(history[i].summary, 200))
+        text = render()
+    while history and len(text) > max_chars:
+        history.pop(0)
+        omitted += 1
+        text = render()
+    if len(text) > max_chars:
+        latest = replace(latest, feedback=_short(latest.feedback, max(500, max_chars // 4)))
+        text = render()
+    return text
