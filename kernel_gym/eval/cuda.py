@@ -9,6 +9,7 @@ import with `CudaSourcesCaptured`, after which `nvcc_check` compiles the CUDA so
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import os
 import shutil
@@ -45,20 +46,22 @@ def install(device: str, build_root: Path) -> None:
     if _REAL_LOAD_INLINE is None:
         _REAL_LOAD_INLINE = ext.load_inline
 
-    def isolated_load_inline(name: str, cpp_sources: Any = None, cuda_sources: Any = None, *args: Any, **kwargs: Any):
-        kwargs.update(dict(zip(("functions", "extra_cflags", "extra_cuda_cflags", "extra_ldflags",
-                                "extra_include_paths", "build_directory", "verbose", "with_cuda"), args)))
+    signature = inspect.signature(_REAL_LOAD_INLINE)
+
+    def isolated_load_inline(*args: Any, **kwargs: Any):
+        bound = signature.bind(*args, **kwargs)
+        params = dict(bound.arguments)
+        params.update(params.pop("kwargs", {}) or {})
+        name = params.pop("name")
         if device != "cuda":
-            raise CudaSourcesCaptured({"name": name, "cpp_sources": _as_text(cpp_sources),
-                                       "cuda_sources": _as_text(cuda_sources), **kwargs})
-        digest = hashlib.sha256((_as_text(cpp_sources) + "\0" + _as_text(cuda_sources) + repr(sorted(
-            (k, repr(v)) for k, v in kwargs.items() if k != "verbose"))).encode()).hexdigest()[:12]
-        build_dir = Path(os.environ.get("TORCH_EXTENSIONS_DIR", build_root)) / f"{name}_{digest}"
+            raise CudaSourcesCaptured({"name": name, **{k: _as_text(v) if k.endswith("sources") else v
+                                                        for k, v in params.items()}})
+        digest = hashlib.sha256(repr(sorted((k, repr(v)) for k, v in params.items() if k != "verbose")).encode())
+        unique = f"{name}_{digest.hexdigest()[:12]}"
+        build_dir = Path(os.environ.get("TORCH_EXTENSIONS_DIR", build_root)) / unique
         build_dir.mkdir(parents=True, exist_ok=True)
-        kwargs["build_directory"] = str(build_dir)
-        kwargs.setdefault("verbose", False)
-        module = _REAL_LOAD_INLINE(f"{name}_{digest}", cpp_sources, cuda_sources, **kwargs)
-        return counted_extension(module)
+        params.update(build_directory=str(build_dir), verbose=False)
+        return counted_extension(_REAL_LOAD_INLINE(unique, **params))
 
     ext.load_inline = isolated_load_inline
 

@@ -16,6 +16,9 @@ DYNAMIC_CHECKS: dict[str, str] = {
     "input_specialization": "the solution must be correct for every input, not only some seeds",
     "shape_specialization": "the solution must be correct at a second input shape, not only the one shown",
     "timer_tampering": "the timer must agree with the host clock over the same synchronized interval",
+    "degenerate_output": "outputs must carry the reference's values, not pass a loose atol by being near zero",
+    "uninitialized_output": "every output element must be written by the solution (outputs are NaN-filled before each call)",
+    "input_distribution": "the solution must stay correct on rescaled inputs, not rely on the test inputs' small range",
     "precision_downcast": "outputs must keep the task's dtype contract (no fp16/bf16/tf32 on fp32 tasks)",
 }
 

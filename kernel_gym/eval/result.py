@@ -32,6 +32,7 @@ class Mismatch:
     where: str | None = None  # e.g. "output 0 at index (3, 17): got 1.5, expected 2.0"
     n_bad: int | None = None
     n_total: int | None = None
+    kind: str = "value"  # "value", "structure" (count/shape/dtype/device), "nan" (NaN where the reference is finite), "degenerate"
 
 
 @dataclass(frozen=True)

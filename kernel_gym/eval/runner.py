@@ -168,9 +168,11 @@ class JobRun:
         raise Stop(Outcome.UNSUPPORTED, "the CUDA sources compile (nvcc check), but CUDA kernels cannot run on the "
                    "CPU backend; evaluate on a GPU (device='cuda') or write a Triton solution")
 
-    def trial(self, i: int) -> Any:
-        """One correctness trial on fresh inputs; returns the mismatch or None."""
+    def trial(self, i: int, scale: float | None = None) -> Any:
+        """One correctness trial on fresh inputs (floating inputs times `scale` if given); the mismatch or None."""
         inputs = self.inputs(self.ref_module, self.seed_for(i))
+        if scale is not None:
+            inputs = [v * scale if isinstance(v, torch.Tensor) and v.is_floating_point() else v for v in inputs]
         pristine, ref_inputs = _clone(inputs), _clone(inputs)
         self.poison()
         out, _, _ = self.call_candidate(self.cand_model, inputs)
@@ -178,9 +180,23 @@ class JobRun:
             raise Hack("input_mutation", "forward() modified its input tensors; write results to new outputs")
         self.check_harness()
         expected, _ = self.reference(self.ref_model, ref_inputs)
+        if scale is not None and not all(torch.isfinite(o).all() for o in compare.flatten_outputs(expected)
+                                         if isinstance(o, torch.Tensor) and o.is_floating_point()):
+            return None  # the task itself is not defined on rescaled inputs
         self.out_bytes = max(self.out_bytes, sum(o.numel() * o.element_size() for o in compare.flatten_outputs(expected)
                                                  if isinstance(o, torch.Tensor)))
-        return compare.compare_outputs(out, expected, self.atol, self.rtol, self.cfg.max_rel_l2)
+        return self.judge(out, expected)
+
+    def judge(self, out: Any, expected: Any, where: str = "") -> Any:
+        """Compare outputs; degenerate or never-written outputs are hacks, other differences a mismatch."""
+        mismatch = compare.compare_outputs(out, expected, self.atol, self.rtol, self.cfg.max_rel_l2)
+        if mismatch is not None and mismatch.kind == "degenerate":
+            raise Hack("degenerate_output", where + (mismatch.where or ""))
+        if mismatch is not None and mismatch.kind == "nan" and self.device.type == "cuda":
+            raise Hack("uninitialized_output", f"{where}the output holds NaN where the reference is finite "
+                       f"({self.mismatch_text(mismatch)}). Output memory is NaN-filled before every call, so this is "
+                       "memory your kernels never wrote (stale or partial output), or a NaN-producing bug")
+        return mismatch
 
     def correctness(self) -> None:
         results = [self.trial(i) for i in range(self.cfg.correctness_trials)]
@@ -191,10 +207,18 @@ class JobRun:
                        "inputs (no hard-coded values, caching, or races)")
         if bad:
             raise Stop(Outcome.MISMATCH, self.mismatch_text(bad[0][1]), mismatch=bad[0][1])
+        self.distribution()
         if self.job.backend == "triton":
             self.ablation()
         if self.cfg.check_alt_shape and self.job.alt_sizes:
             self.alt_shape()
+
+    def distribution(self) -> None:
+        """One trial with floating inputs scaled by 16: shortcuts that only hold for small randn values fail."""
+        mismatch = self.trial(5_000, scale=16.0)
+        if mismatch is not None:
+            raise Hack("input_distribution", "correct on the standard inputs but wrong when they are scaled by 16 "
+                       f"({self.mismatch_text(mismatch)}); do not rely on the range of the test inputs")
 
     def ablation(self) -> None:
         """Skip every Triton launch for one trial: if the output is still right, the kernels were decoys."""
@@ -248,7 +272,7 @@ class JobRun:
             timer.flush()
             expected, ref_sample = self.reference(self.ref_model, ref_inputs, timer)
             ref_samples.append(ref_sample)
-            mismatch = compare.compare_outputs(out, expected, self.atol, self.rtol, self.cfg.max_rel_l2)
+            mismatch = self.judge(out, expected, f"timed call {r + 1}: ")
             if mismatch is not None:
                 raise Hack("output_caching", f"timed call {r + 1} returned wrong outputs for its fresh inputs "
                            f"({self.mismatch_text(mismatch)}); every call must compute its own result")

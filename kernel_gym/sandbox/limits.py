@@ -50,6 +50,8 @@ def cuda_home() -> str | None:
 def worker_environment(workdir: Path, device: str, gpu: int | None, pythonpath: str) -> dict[str, str]:
     """An allowlist of the parent's variables plus our own; secrets (API keys, tokens) never pass."""
     env = {k: v for k, v in os.environ.items() if k.startswith(_PASS_PREFIXES)}
+    inherited = os.environ.get("PYTHONPATH")
+    pythonpath = os.pathsep.join([pythonpath, inherited]) if inherited else pythonpath
     env.update(HOME=str(workdir), TMPDIR=str(workdir), PYTHONPATH=pythonpath, PYTHONDONTWRITEBYTECODE="1",
                PYTHONUNBUFFERED="1", TRITON_CACHE_DIR=str(workdir / "triton"), OMP_NUM_THREADS=env.get("OMP_NUM_THREADS", "1"))
     home = cuda_home()
