@@ -15,7 +15,11 @@ tolist clone copy_ zero_ fill_ detach detach_ requires_grad_ is_floating_point i
 get_device type type_as float double half bfloat16 int long short bool char byte movedim moveaxis
 swapaxes swapdims as_strided unfold untyped_storage storage dim_order is_pinned pin_memory
 record_stream retain_grad register_hook is_set_to is_shared share_memory_ resize_ resize_as_
-is_same_size is_inference is_meta is_quantized has_names refine_names rename align_to
+is_same_size is_inference is_meta is_quantized has_names refine_names rename align_to const_data_ptr
+mutable_data_ptr resize resize_as broadcast_to swapaxes_ swapdims_ unsafe_chunk unsafe_split
+unsafe_split_with_sizes dsplit hsplit vsplit diagonal is_conj is_neg is_coalesced is_distributed dense_dim
+sparse_dim storage_type ipu mtia xpu module_load cdouble cfloat ravel narrow_copy new
+register_post_accumulate_grad_hook
 """.split())
 
 # Tensor methods that compute (everything callable on torch.Tensor that is not in TENSOR_OK).
@@ -33,8 +37,9 @@ broadcast_shapes as_strided broadcast_to reshape flatten unflatten squeeze unsqu
 t narrow select unbind split chunk tensor_split movedim moveaxis swapaxes swapdims view_as_real
 view_as_complex Tensor Generator _assert strided sparse_coo contiguous_format channels_last
 channels_last_3d preserve_format jit.is_scripting jit.is_tracing compiler.is_compiling
-compiler.is_dynamo_compiling library.wrap_triton autograd.Function nn.Module nn.Parameter nn.Buffer
-Stream Event __version__
+compiler.is_dynamo_compiling library.wrap_triton library.triton_op library.custom_op library.register_fake
+autograd.Function nn.Module nn.Parameter nn.Buffer
+Stream Event __version__ FloatTensor DoubleTensor LongTensor IntTensor BoolTensor ByteTensor
 """.split())
 TORCH_OK_PREFIXES = ("torch.cuda.", "torch.version.", "torch.backends.", "torch.types.",
                      "torch.utils.cpp_extension.", "torch.amp.", "torch.autograd.function.")

@@ -3,36 +3,17 @@
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 
-from .allowlists import NN_CONTAINERS, NN_NONCOMPUTE, torch_name_ok
-from .astutil import COMPILER_CALLS, Names, docstring_nodes, is_super_call, parent_map, string_literals
+from .astutil import Names, docstring_nodes, parent_map, string_literals
+from .classattrs import AttrInfo, class_attrs
 from .cpp import cpp_sources
 from .presets import Preset
+from .reach import FnRef, forward_path
 
 EXT_BUILDERS = ("torch.utils.cpp_extension.load_inline", "torch.utils.cpp_extension.load")
 FUNC_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
-
-
-@dataclass
-class AttrInfo:
-    """What ``self.<attr>`` was assigned in a class: torch.nn modules, own classes, callables."""
-
-    torch_mods: set[str] = field(default_factory=set)
-    own: set[str] = field(default_factory=set)
-    torch_callable: str | None = None
-    func: str | None = None
-
-
-@dataclass
-class FnRef:
-    """A function on the forward path, with the class it belongs to (for ``self``)."""
-
-    owner: str | None
-    node: ast.AST
-    qualname: str
-    self_name: str | None
 
 
 class Context:
@@ -50,9 +31,11 @@ class Context:
         self.has_torch_library = any("TORCH_LIBRARY" in text for text, _ in self.cpp)
         self._index()
         self._find_kernels_and_exts()
-        self.attrs = {c: self._class_attrs(node) for c, node in self.classes.items()}
-        self.forward: list[FnRef] = []
-        self._reach()
+        self.ext_functions = self._ext_function_names()
+        self.annotations = {id(a) for n in ast.walk(tree) for a in (
+            [getattr(n, "annotation", None), getattr(n, "returns", None)]) if a is not None}
+        self.attrs = {c: class_attrs(self, node) for c, node in self.classes.items()}
+        self.forward: list[FnRef] = forward_path(self)
         self.launches = [(n, kind, fr) for fr in self.forward for n in self.walk(fr)
                          if (kind := self.launch_kind(n))]
 
@@ -110,20 +93,27 @@ class Context:
             for target, value in self._assignments():
                 while isinstance(target, ast.Subscript):
                     target = target.value
-                for bucket_name, bucket_attr, test in ((self.kernel_names, self.kernel_attrs,
-                                                        self.references_jit),
-                                                       (self.ext_names, self.ext_attrs, self.is_ext)):
-                    launch = isinstance(value, ast.Call) and isinstance(value.func, ast.Subscript)
-                    if test(value) and not launch:
-                        if isinstance(target, ast.Name):
-                            bucket_name.add(target.id)
-                        elif isinstance(target, ast.Attribute):
-                            bucket_attr.add(target.attr)
+                launch = isinstance(value, ast.Call) and isinstance(value.func, ast.Subscript)
+                is_kernel = (self.references_jit(value) and not launch) or self._jit_call(value)
+                for hit, names, attrs in ((is_kernel, self.kernel_names, self.kernel_attrs),
+                                          (self.is_ext(value), self.ext_names, self.ext_attrs)):
+                    if hit and isinstance(target, ast.Name):
+                        names.add(target.id)
+                    elif hit and isinstance(target, ast.Attribute):
+                        attrs.add(target.attr)
             for name, fn in list(self.functions.items()) + [
                     (n, f) for ms in self.methods.values() for n, f in ms.items()]:
                 if any(isinstance(n, ast.Return) and n.value is not None and self.is_ext(n.value)
                        for n in ast.walk(fn)):
                     self.ext_factories.add(name)
+
+    def _jit_call(self, value: ast.AST) -> bool:
+        """``triton.jit(fn)`` / ``triton.autotune(...)(triton.jit(fn))`` used as a call, not a decorator."""
+        f = value.func if isinstance(value, ast.Call) else None
+        while isinstance(f, ast.Call):
+            f = f.func
+        r = self.resolve(f) or ""
+        return r.startswith("triton.") and r.rsplit(".", 1)[-1] in ("jit", "autotune", "heuristics")
 
     def references_jit(self, expr: ast.AST) -> bool:
         for n in ast.walk(expr):
@@ -149,49 +139,32 @@ class Context:
             return self.is_ext(v.value)
         return False
 
-    def _class_attrs(self, cls: ast.ClassDef) -> dict[str, AttrInfo]:
-        out: dict[str, AttrInfo] = {}
-        for fn in cls.body:
-            if not isinstance(fn, FUNC_TYPES) or not fn.args.args:
-                continue
-            me = fn.args.args[0].arg
-            for n in ast.walk(fn):
-                pairs: list[tuple[str, ast.expr]] = []
-                if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None:
-                    for t in (n.targets if isinstance(n, ast.Assign) else [n.target]):
-                        if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == me:
-                            pairs.append((t.attr, n.value))
-                        elif isinstance(t, ast.Tuple) and isinstance(n.value, ast.Tuple):
-                            pairs += [(e.attr, v) for e, v in zip(t.elts, n.value.elts)
-                                      if isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name)
-                                      and e.value.id == me]
-                elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) \
-                        and n.func.attr in ("add_module", "register_module") and len(n.args) == 2 \
-                        and isinstance(n.args[0], ast.Constant):
-                    pairs.append((str(n.args[0].value), n.args[1]))
-                for attr, value in pairs:
-                    self._classify(out.setdefault(attr, AttrInfo()), value)
-        return out
+    def _ext_function_names(self) -> set[str] | None:
+        """Functions the load_inline modules export (``functions=[...]``, ``m.def("name", ...)``);
+        None when they cannot be read statically (then any attribute of the module counts)."""
+        names: set[str] = set()
+        consts = {t.id: s.value for s in self.tree.body if isinstance(s, ast.Assign)
+                  for t in s.targets if isinstance(t, ast.Name)}
+        for n in ast.walk(self.tree):
+            if isinstance(n, ast.Call) and self.resolve(n.func) in EXT_BUILDERS:
+                fv = next((k.value for k in n.keywords if k.arg == "functions"), None)
+                fv = consts.get(fv.id, fv) if isinstance(fv, ast.Name) else fv
+                if fv is None:
+                    continue
+                try:
+                    val = ast.literal_eval(fv)
+                except ValueError:
+                    return None
+                names |= {val} if isinstance(val, str) else {str(v) for v in val}
+        for text, _ in self.cpp:
+            names |= set(re.findall(r"\.def\(\s*\"(\w+)\"", text))
+        return names or None
 
-    def _classify(self, info: AttrInfo, value: ast.expr) -> None:
-        if isinstance(value, (ast.Name, ast.Attribute)):
-            r = self.resolve(value)
-            if r and r.startswith("torch.") and not torch_name_ok(r, call=False):
-                info.torch_callable = r
-            if isinstance(value, ast.Name) and value.id in self.functions:
-                info.func = value.id
-        for n in ast.walk(value):
-            if not isinstance(n, ast.Call):
-                continue
-            r = self.resolve(n.func) or ""
-            last = r.rsplit(".", 1)[-1]
-            if r.startswith("torch.nn.") and last[:1].isupper() and last not in NN_NONCOMPUTE \
-                    and last not in NN_CONTAINERS:
-                info.torch_mods.add(last)
-            elif r in COMPILER_CALLS:
-                info.torch_callable = r
-            elif isinstance(n.func, ast.Name) and n.func.id in self.classes:
-                info.own.add(n.func.id)
+    def is_ext_call(self, call: ast.AST) -> bool:
+        """``ext.fn(...)`` where ``ext`` is a load_inline module and ``fn`` one of its functions."""
+        return isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) \
+            and self.is_ext(call.func.value) \
+            and (self.ext_functions is None or call.func.attr in self.ext_functions)
 
     # ---- the forward path ------------------------------------------------------------------
     def mro(self, cls: str | None) -> list[str]:
@@ -222,70 +195,8 @@ class Context:
         while todo:
             node = todo.pop()
             yield node
-            todo += [c for c in ast.iter_child_nodes(node) if id(c) not in self.jit_nodes]
-
-    def _reach(self) -> None:
-        seen: set[int] = set()
-        work: list[FnRef] = []
-
-        def add(owner: str | None, node: ast.AST | None, name: str) -> None:
-            if node is None or id(node) in seen or id(node) in self.jit_nodes:
-                return
-            seen.add(id(node))
-            me = None
-            if owner and isinstance(node, FUNC_TYPES) and node.args.args and not any(
-                    isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list):
-                me = node.args.args[0].arg
-            fr = FnRef(owner, node, f"{owner}.{name}" if owner else name, me)
-            self.forward.append(fr)
-            work.append(fr)
-
-        def add_method(cls: str | None, name: str, skip_first: bool = False) -> None:
-            found = self.find_method(cls, name, skip_first)
-            if found:
-                add(found[0], found[1], name)
-
-        def add_class(cls: str) -> None:
-            for m in ("__init__", "forward", "__call__"):
-                add_method(cls, m)
-
-        if "ModelNew" in self.classes:
-            for m in ("forward", "__call__"):
-                add_method("ModelNew", m)
-            for stmt in self.classes["ModelNew"].body:  # forward = something
-                if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id in (
-                        "forward", "__call__") for t in stmt.targets):
-                    add("ModelNew", stmt.value, "forward")
-        while work:
-            fr = work.pop()
-            for n in self.walk(fr):
-                if isinstance(n, ast.Name) and n.id in self.functions:
-                    add(None, self.functions[n.id], n.id)
-                elif isinstance(n, ast.Name) and n.id in self.classes and n.id != fr.owner:
-                    add_class(n.id)
-                elif isinstance(n, ast.Attribute):
-                    v = n.value
-                    if isinstance(v, ast.Name) and fr.self_name and v.id == fr.self_name:
-                        add_method(fr.owner, n.attr)
-                        info = self.attr_info(fr.owner, n.attr)
-                        for c in info.own if info else ():
-                            add_class(c)
-                        if info and info.func:
-                            add(None, self.functions.get(info.func), info.func)
-                    elif is_super_call(v):
-                        add_method(fr.owner, n.attr, skip_first=True)
-                    elif isinstance(v, ast.Name) and v.id in self.classes:
-                        add_method(v.id, "forward" if n.attr == "apply" else n.attr)
-                    elif isinstance(v, ast.Attribute) and isinstance(v.value, ast.Name) \
-                            and v.value.id == fr.self_name:
-                        info = self.attr_info(fr.owner, v.attr)
-                        for c in info.own if info else ():
-                            add_method(c, n.attr)
-                    r = self.resolve(n) or ""
-                    if r.startswith("torch.ops."):
-                        key = "::".join(r.split(".")[2:4])
-                        if key in self.custom_ops:
-                            add(None, self.custom_ops[key], key)
+            todo += [c for c in ast.iter_child_nodes(node)
+                     if id(c) not in self.jit_nodes and id(c) not in self.annotations]
 
     def launch_kind(self, n: ast.AST) -> str | None:
         """'triton' for ``kernel[grid](...)``, 'cuda' for a call into a load_inline module."""
@@ -297,7 +208,7 @@ class Context:
         if isinstance(f, ast.Attribute):
             if f.attr == "run" and self.references_jit(f.value):
                 return "triton"
-            if self.is_ext(f.value) and self.has_global_kernel:
+            if self.is_ext_call(n) and self.has_global_kernel:
                 return "cuda"
             r = self.resolve(f) or ""
             if r.startswith("torch.ops.") and r.split(".")[2] not in ("aten", "prims") \

@@ -31,7 +31,7 @@ def static_verdict(job: EvalJob) -> EvalResult | None:
     if not violations:
         return None
     names = tuple(dict.fromkeys(v.rule for v in violations))
-    details = tuple(f"[{v.rule}]" + (f" line {v.line}" if v.line else "") + f": {v.message}" for v in violations)
+    details = tuple(f"[{v.rule}] {v.message}" for v in violations)  # messages already name their line
     return EvalResult(outcome=Outcome.REJECTED, message="\n".join(details), backend=job.backend, hacks=names,
                       hack_details=details, stage_ms={"checks": ms})
 
@@ -53,6 +53,11 @@ class LocalEvaluator:
 
                 self._pool = WorkerPool(self.device, self.workers, self.gpus, self.memory_limit_gb)
             return self._pool
+
+    def __deepcopy__(self, memo: dict) -> LocalEvaluator:
+        # A shared service, not a value: gymnasium deep-copies make() kwargs (env.spec.make(), check_env), and
+        # a copy of the lock and the worker pipes would be unusable.
+        return self
 
     def start(self) -> None:
         """Spawn the workers now so that the first step does not wait for them."""

@@ -77,3 +77,23 @@ def test_messages_name_line_and_call():
 
 def test_syntax_error_yields_nothing():
     assert run_static_checks("def broken(:\n", "strict") == []
+
+
+ONE_ATTACK_PER_RULE = {
+    "library_op": ("strict", GOOD.replace("return y", "return y.exp()")),
+    "no_kernel": ("permissive", GOOD.replace("k[(triton.cdiv(x.numel(), 256),)](x, y, x.numel(), B=256)", "y.copy_(x)")),
+    "try_except": ("permissive", GOOD.replace("        k[(", "        try:\n            k[(").replace(
+        "B=256)\n", "B=256)\n        except Exception:\n            y = x.clone()\n")),
+    "reference_reuse": ("permissive", GOOD.replace("ModelNew(nn.Module)", "ModelNew(Model)")),
+    "monkeypatch": ("permissive", GOOD + "\ntorch.cuda.Event.elapsed_time = lambda self, end: 1e-3\n"),
+    "introspection": ("permissive", "import gc\n" + GOOD),
+    "precision": ("permissive", GOOD.replace("return y", "return y.half()")),
+    "kevin_text": ("kevin-strict", GOOD + "\ndef unused():\n    pass\n"),
+    "side_stream": ("permissive", GOOD.replace("y = torch.empty_like(x)", "s = torch.cuda.Stream()\n        y = torch.empty_like(x)")),
+}
+
+
+def test_every_rule_has_an_attack_flagged_by_exactly_that_name():
+    assert set(ONE_ATTACK_PER_RULE) == set(list_rules())
+    for name, (preset, code) in ONE_ATTACK_PER_RULE.items():
+        assert name in {v.rule for v in run_static_checks(code, preset)}, name

@@ -61,6 +61,11 @@ ATTACKS = {  # name: (forward, init, extra), flagged by library_op under strict 
     "method_helper": ("return self._post(launch(x))", "self.k = 1", ""),
     "third_party": ("return launch(x)", "self.k = 1", "import flash_attn  # noqa\n"),
     "inplace": ("y = launch(x)\ny.mul_(2.0)\nreturn y", "self.k = 1", ""),
+    "modules_dict": ("return launch(self._modules['lin'](x))", "self.lin = nn.Linear(4, 4)", ""),
+    "getattr_self": ("return launch(getattr(self, 'lin')(x))", "self.lin = nn.Linear(4, 4)", ""),
+    "children": ("for m in self.children():\n    x = m(x)\nreturn launch(x)", "self.act = nn.ReLU()", ""),
+    "alias_module": ("lin = self.lin\nreturn launch(lin(x))", "self.lin = nn.Sigmoid()", ""),
+    "forward_alias": ("return launch(x)", "self.k = 1", ""),
 }
 
 
@@ -71,6 +76,8 @@ def test_library_op_attack_flagged(name, preset):
     code = solution(forward, init, extra)
     if name == "method_helper":
         code += "\n    def _post(self, t):\n        return torch.softmax(t, -1)\n"
+    if name == "forward_alias":  # forward replaced by a class attribute
+        code += "\n    forward = staticmethod(torch.relu)\n"
     assert "library_op" in rules(code, preset)
 
 
@@ -127,7 +134,7 @@ out = torch.empty(shape, dtype=x.dtype, device=x.device)
 out.zero_()
 tmp = x.new_empty(x.shape).view(-1).contiguous()
 buf = torch.zeros(B, device=x.device).to(x.device)
-parts = []
+parts = [getattr(self, "_cache", None), getattr(tl, str(x.dtype).split(".")[-1])]
 parts.append(out.stride(0))
 wt = self.lin.weight.t().contiguous().float()
 grid = lambda meta: (triton.cdiv(n, meta["BLOCK"]),)
@@ -180,11 +187,19 @@ class ModelNew(nn.Module):
     ("y = at::relu(y);", ["library_op"], ["library_op"]),
     ("y = y.sum(1);", ["library_op"], ["library_op"]),
     ("y = torch::zeros_like(y); // torch::matmul(y, w) in a comment is fine", [], []),
+    ("using namespace torch;\n    y = matmul(y, w); float e = exp(1.0f);", ["library_op"], []),
+    ("namespace G = torch::nn::functional;\n    y = G::relu(y);", ["library_op"], ["library_op"]),
+    ("TORCH_CHECK(x.is_contiguous(), \"torch::relu(x) would be slower\");", [], []),
 ])
 def test_cpp_library_calls(body, strict, standard):
     code = CUDA.replace("BODY", body)
     assert rules(code, "strict") == strict
     assert rules(code, "standard") == standard
+
+
+def test_compute_on_extension_output_is_flagged():
+    code = CUDA.replace("BODY", "").replace("return ext.run(x, w)", "return ext.run(x, w).sum(1)")
+    assert rules(code, "strict") == ["library_op"]
 
 
 def test_cpp_without_global_kernel_is_no_kernel():
@@ -210,3 +225,23 @@ def test_no_kernel(name, preset):
 def test_no_kernel_message_mentions_unlaunched_kernel():
     msgs = [v.message for v in run_static_checks(NO_KERNEL["defined_not_launched"], "permissive")]
     assert msgs and "_copy" in msgs[0] and "never launched" in msgs[0]
+
+
+def test_kernel_made_with_triton_jit_call_counts():
+    code = '''
+import torch, torch.nn as nn, triton, triton.language as tl
+
+def _body(x_ptr, y_ptr, n, B: tl.constexpr):
+    o = tl.program_id(0) * B + tl.arange(0, B)
+    tl.store(y_ptr + o, tl.load(x_ptr + o, mask=o < n), mask=o < n)
+
+kern = triton.autotune(configs=[triton.Config({"B": 256})], key=["n"])(triton.jit(_body))
+KERNELS = {"copy": kern}
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        KERNELS["copy"][lambda m: (triton.cdiv(x.numel(), m["B"]),)](x, y, x.numel())
+        return y
+'''
+    assert run_static_checks(code, "strict") == []

@@ -62,6 +62,13 @@ PRECISION_ATTACKS = [
     solution(module='src = "__global__ void k(half2* p) {}"\n'),
     solution(module='src = "cublasSetMathMode(h, CUBLAS_TF32_TENSOR_OP_MATH); __global__ void k(){}"\n'),
     solution(kbody="x = x.to(tl.float8e4nv)"),
+    solution(module='src = r"""__global__ void m(float* d) { asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 '
+                    '{%0}, {%1};" : "=f"(d[0]) : "f"(d[1])); }"""\n'),
+    solution("x = x.half() if torch.float16 != torch.float32 else x"),
+    solution("x = x.to(torch.float16) if torch.float16 == torch.float16 else x"),
+    solution("if x.dtype == torch.float16 or x.numel() > 0:\n    x = x.to(torch.float16)"),
+    solution("if x.dtype != torch.float16 and x.numel() > 0:\n    y = y\nelse:\n    x = x.to(torch.float16)"),
+    solution("ok = (x.to(torch.float16) > 0)\nx = x.to(torch.bfloat16) if ok.all() else x"),
 ]
 
 
@@ -89,6 +96,12 @@ PRECISION_GENUINE = [
     solution(kbody="x = x.to(tl.float32) + x.to(y_ptr.dtype.element_ty)"),
     solution(module="torch.set_float32_matmul_precision('highest')\n"),
     solution(module="SUPPORTED = (torch.float32, torch.float16)\n"),
+    solution(module='src = "__global__ void k(float* x, int n) { for (int half = n / 2; half > 0; half >>= 1) '
+                    '{ x[0] += x[half]; } }"\n'),
+    solution("o = tl.float32 if x.dtype == torch.float32 else tl.float16"),
+    solution("if x.dtype != torch.float32:\n    x = x.half()"),
+    solution("if x.dtype == torch.float32:\n    o = tl.float32\nelif x.dtype == torch.bfloat16:\n    o = tl.bfloat16\n"
+             "else:\n    o = tl.float16"),
     solution(module='src = "__global__ void k(float* p) {} // no __half here\\n'
                     'AT_DISPATCH_FLOATING_TYPES_AND_HALF(t, \\"k\\", [&]{});"\n'),
 ]

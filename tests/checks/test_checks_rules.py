@@ -58,6 +58,7 @@ ATTACKS = {
         solution(module="from task import get_inputs\n"),
         solution(module="class Base(Model):\n    x = 1\n", bases="Base"),
         solution("return self.reference(x)"),
+        solution("return Model.forward(self, y)"),
     ],
     "monkeypatch": [
         solution(module="torch.cuda.Event.elapsed_time = lambda self, end: 1e-3\n"),
@@ -76,6 +77,10 @@ ATTACKS = {
         solution(module="from unittest import mock\n"),
         solution(module="__builtins__['print'] = None\n"),
         solution(module="del triton.cdiv\n"),
+        solution("type(torch.cuda.Event()).elapsed_time = lambda s, e: 1e-3"),
+        solution(module="from torch.overrides import TorchFunctionMode\n\n\nclass Lazy(TorchFunctionMode):\n"
+                        "    x = 1\n"),
+        solution(module="class Box:\n    x = 1\n\n\nBox.__torch_function__ = classmethod(lambda *a: None)\n"),
     ],
     "introspection": [
         solution(module="import gc\n"),
@@ -103,6 +108,8 @@ ATTACKS = {
         solution(module="src = '#include <torch/extension.h>\\nconst char* s = getenv(\"SEED\");'\n"),
         solution(module="src = '__global__ void k() {} void f() { exit(0); }'\n"),
         solution(module="src = '#include <dlfcn.h>\\nvoid* p = dlsym(RTLD_NEXT, \"cudaEventElapsedTime\");'\n"),
+        solution("raise SystemExit(0)"),
+        solution("g = ().__class__.__base__.__subclasses__()"),
     ],
 }
 CASES = [(rule, i) for rule, codes in ATTACKS.items() for i in range(len(codes))]
@@ -129,6 +136,8 @@ GENUINE = [
     solution("self.cache = {}\nself.cache['n'] = x.numel()\nsetattr(self, 'last', x.numel())"),
     solution("stream = torch.cuda.current_stream()\ntorch.cuda.synchronize()\nt = time.time()"),
     solution("name = type(self).__name__\nkeys = list(self.__dict__)"),
+    solution("y.view(-1)[: x.numel()] = 0.0\nself.calls = getattr(self, 'calls', 0) + 1"),
+    solution("if x.numel() == 0:\n    raise ValueError('empty input')"),
 ]
 
 

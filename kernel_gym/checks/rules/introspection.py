@@ -82,6 +82,9 @@ def check(ctx: Context):
                 yield violation(NAME, node, f"`{ast.unparse(node)}` reaches interpreter internals. {FIX}")
             if isinstance(node, ast.Name) and node.id in ("__builtins__", "__loader__", "__spec__"):
                 yield violation(NAME, node, f"`{node.id}` reaches the interpreter. {FIX}")
+        elif isinstance(node, ast.Raise) and node.exc is not None and any(
+                isinstance(n, ast.Name) and n.id in ("SystemExit", "KeyboardInterrupt") for n in ast.walk(node.exc)):
+            yield violation(NAME, node, f"`{ast.unparse(node)}` ends the process early. {FIX}")
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             name = node.func.id
             if name in BUILTINS and name not in defined and name not in ctx.names.aliases:

@@ -6,14 +6,30 @@ import ast
 import re
 
 from .. import cpp
-from ..allowlists import (CPP_GEMM, CPP_OK, MODULE_SAFE_METHODS, NN_GEMM, NUMPY_OK, TENSOR_COMPUTE,
-                          TENSOR_GEMM, THIRD_PARTY, TORCH_GEMM, torch_name_ok)
+from ..allowlists import (
+    CPP_GEMM,
+    CPP_OK,
+    MODULE_SAFE_METHODS,
+    NN_GEMM,
+    NUMPY_OK,
+    TENSOR_COMPUTE,
+    TENSOR_GEMM,
+    THIRD_PARTY,
+    TORCH_GEMM,
+    torch_name_ok,
+)
 from ..astutil import COMPILER_CALLS, call_name, is_super_call
 from ..context import Context, FnRef
 from ..registry import rule, violation
 
 NAME = "library_op"
+CUDA_MATH = frozenset("""exp exp2 expm1 log log2 log10 log1p sqrt rsqrt pow abs max min floor ceil round trunc sin
+cos tan sinh cosh tanh asin acos atan atan2 erf erfc erfinv lgamma fmod remainder hypot frexp ldexp copysign
+signbit isnan isinf isfinite fmax fmin fma nextafter""".split())
 _CUBLAS = re.compile(r"\b(?:cublas|cudnn)\w*(?=\s*\()")
+_MODULE_WALKERS = ("children", "modules", "named_children", "named_modules", "get_submodule")
+_MODULES = {"torch", "torch.nn", "torch.nn.functional", "torch.cuda", "torch.linalg", "torch.fft",
+            "torch.special", "numpy", "triton", "triton.language", "operator", "math"}
 _COMPILERS = COMPILER_CALLS + ("torch._dynamo", "torch._inductor", "torch.jit")
 
 
@@ -42,8 +58,11 @@ def _forward_findings(ctx: Context, fr: FnRef, out: list) -> None:
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and not ctx.resolve(n.func):
             _method_call(ctx, fr, n, where, out)
         elif isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "getattr" \
-                and n.args and ctx.resolve(n.args[0]):
-            _finding(out, n, f"getattr({ctx.resolve(n.args[0])}, ...)", False, where)
+                and len(n.args) >= 2:
+            _getattr(ctx, fr, n, where, out)
+        elif isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.attr in ("_modules", "__dict__") \
+                and n.value.id == fr.self_name:
+            _module_walk(ctx, fr, n, f"self.{n.attr}", where, out)
         elif (isinstance(n, ast.BinOp) and isinstance(n.op, ast.MatMult)) or (
                 isinstance(n, ast.AugAssign) and isinstance(n.op, ast.MatMult)):
             _finding(out, n, "@", True, where, "the matrix-multiply operator, torch.matmul")
@@ -52,8 +71,8 @@ def _forward_findings(ctx: Context, fr: FnRef, out: list) -> None:
 def _resolved(ctx: Context, n: ast.AST, r: str, is_func: bool, where: str, out: list) -> None:
     root, last = r.split(".")[0], r.rsplit(".", 1)[-1]
     bad = False
-    if r.startswith(_COMPILERS):
-        return  # reported once, by the module-wide scan
+    if r.startswith(_COMPILERS) or (not is_func and r in _MODULES):
+        return  # compilers: reported once, by the module-wide scan; a bare module is not an op
     if root == "torch":
         if r.startswith("torch.ops."):
             ns = r.split(".")[2] if r.count(".") >= 2 else "aten"
@@ -73,8 +92,10 @@ def _resolved(ctx: Context, n: ast.AST, r: str, is_func: bool, where: str, out: 
 
 def _method_call(ctx: Context, fr: FnRef, n: ast.Call, where: str, out: list) -> None:
     recv, m = n.func.value, n.func.attr
+    if isinstance(recv, ast.Name) and recv.id == fr.self_name and m in _MODULE_WALKERS:
+        _module_walk(ctx, fr, n, f"self.{m}(...)", where, out)
     if (isinstance(recv, ast.Name) and (recv.id == fr.self_name or recv.id in ctx.classes)) \
-            or is_super_call(recv) or ctx.is_ext(recv) or ctx.references_jit(recv):
+            or is_super_call(recv) or ctx.is_ext_call(n):
         return
     if isinstance(recv, ast.Attribute) and isinstance(recv.value, ast.Name) and fr.self_name \
             and recv.value.id == fr.self_name:
@@ -88,6 +109,30 @@ def _method_call(ctx: Context, fr: FnRef, n: ast.Call, where: str, out: list) ->
             return
     if m in TENSOR_COMPUTE:
         _finding(out, n, f"{call_name(n.func)}(...)", m in TENSOR_GEMM, where, f"the Tensor.{m} method")
+
+
+def _getattr(ctx: Context, fr: FnRef, n: ast.Call, where: str, out: list) -> None:
+    """``getattr(torch, "relu")`` is ``torch.relu``; ``getattr(self, "lin")`` is ``self.lin``."""
+    obj, attr = n.args[0], n.args[1]
+    name = attr.value if isinstance(attr, ast.Constant) and isinstance(attr.value, str) else None
+    base = ctx.resolve(obj)
+    if base and name:
+        _resolved(ctx, n, f"{base}.{name}", True, where, out)
+    elif base and base.split(".")[0] in ("torch", "numpy"):
+        _finding(out, n, f"getattr({base}, ...)", False, where, "a dynamic lookup of a library op")
+    elif isinstance(obj, ast.Name) and obj.id == fr.self_name:
+        info = ctx.attr_info(fr.owner, name) if name else None
+        if name is None:
+            _module_walk(ctx, fr, n, "getattr(self, ...)", where, out)
+        elif info and (info.torch_mods or info.torch_callable):
+            _finding(out, n, f"getattr(self, {name!r})", False, where, "a torch.nn module or torch op")
+
+
+def _module_walk(ctx: Context, fr: FnRef, n: ast.AST, what: str, where: str, out: list) -> None:
+    """Dynamic access to submodules is flagged when the class holds torch.nn compute modules."""
+    mods = {m for c in ctx.mro(fr.owner) for info in ctx.attrs[c].values() for m in info.torch_mods}
+    if mods:
+        _finding(out, n, what, False, where, "dynamic access to torch.nn modules " + "/".join(sorted(mods)))
 
 
 def _module_findings(ctx: Context, out: list) -> None:
@@ -118,6 +163,11 @@ def _cpp_findings(ctx: Context, out: list) -> None:
                 _finding(out, line, f"{full}(...)", last in CPP_GEMM, "in the C++ source")
         for name, line in cpp.search(_CUBLAS, text, first):
             _finding(out, line, f"{name}(...)", True, "in the C++ source", "cuBLAS/cuDNN")
+        if cpp.uses_namespace(text):  # using namespace torch; ... matmul(a, b)
+            for name, line in cpp.plain_calls(text, first):
+                if name in (TENSOR_COMPUTE | CPP_GEMM) - CUDA_MATH:
+                    _finding(out, line, f"{name}(...)", name in CPP_GEMM or name in TENSOR_GEMM,
+                             "in the C++ source", "a torch op through `using namespace`")
         for m, line in cpp.method_calls(text, first):
             if m in TENSOR_COMPUTE:
                 _finding(out, line, f".{m}(...)", m in TENSOR_GEMM, "in the C++ source", "a Tensor method")

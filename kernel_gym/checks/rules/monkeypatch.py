@@ -14,17 +14,26 @@ RNG = ("torch.manual_seed", "torch.seed", "torch.set_rng_state", "torch.random."
        "torch.set_default_tensor_type", "torch.set_flush_denormal", "torch.set_printoptions",
        "torch._C", "torch.overrides", "torch.library.Library", "torch.library.impl",
        "torch.library.register_kernel", "torch.library.register_torch_dispatch",
-       "torch.utils._python_dispatch")
+       "torch.utils._python_dispatch", "torch.Tensor._make_subclass", "torch.Tensor._make_wrapper_subclass")
 PATCH_MODULES = ("unittest.mock", "mock", "pytest", "kernel_gym", "builtins", "__builtin__")
 FIX = "Remove it: the solution may only define kernels and ModelNew; global state is pinned by the harness."
 
 
+DYNAMIC_ROOTS = ("type", "getattr", "vars", "globals", "locals", "__import__")
+DISPATCH_BASES = ("torch.Tensor", "torch._C", "torch.overrides", "torch.utils._python_dispatch",
+                  "torch._subclasses")
+HOOKS = ("__torch_function__", "__torch_dispatch__")
+
+
 def _root_alias(ctx: Context, node: ast.AST) -> str | None:
-    """If ``node`` is an attribute/subscript chain rooted at an imported name, that resolved name."""
+    """If ``node`` is an attribute/subscript chain rooted at an imported name (or at ``type(...)``,
+    ``getattr(...)``, ``globals()``...), that root's name."""
     while isinstance(node, (ast.Attribute, ast.Subscript)):
         node = node.value
     if isinstance(node, ast.Name) and node.id == "__builtins__":
         return "builtins"
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in DYNAMIC_ROOTS:
+        return f"{node.func.id}(...)"
     return ctx.resolve(node) if isinstance(node, ast.Name) else None
 
 
@@ -73,9 +82,12 @@ def check(ctx: Context):
         elif isinstance(node, ast.ClassDef):
             for b in node.bases:
                 rb = ctx.resolve(b) or ""
-                if rb in ("torch.Tensor", "torch._C.TensorBase", "torch._C._TensorBase"):
+                if rb.startswith(DISPATCH_BASES):
                     yield violation(NAME, node, f"`class {node.name}({ast.unparse(b)})` subclasses "
-                                    "torch.Tensor; return plain tensors computed by your kernels.")
-        elif isinstance(node, ast.FunctionDef) and node.name in ("__torch_function__", "__torch_dispatch__"):
-            yield violation(NAME, node, f"defining `{node.name}` intercepts torch operations (a lazy or "
-                            "fake tensor); return plain tensors computed by your kernels.")
+                                    f"{rb} (tensor subclass or dispatch mode); return plain tensors "
+                                    "computed by your kernels.")
+        elif isinstance(node, ast.FunctionDef) and node.name in HOOKS or (
+                isinstance(node, ast.Attribute) and node.attr in HOOKS):
+            what = node.name if isinstance(node, ast.FunctionDef) else node.attr
+            yield violation(NAME, node, f"`{what}` intercepts torch operations (a lazy or fake tensor); "
+                            "return plain tensors computed by your kernels.")

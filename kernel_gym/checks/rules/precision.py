@@ -18,12 +18,13 @@ LOW = {  # resolved name -> precision class
     **{f"torch.float8_{n}": "fp8" for n in ("e4m3fn", "e5m2", "e4m3fnuz", "e5m2fnuz", "e8m0fnu")},
     **{f"triton.language.float8{n}": "fp8" for n in ("e4nv", "e5", "e4b15", "e4b8", "e5b16")},
 }
+FP32 = frozenset({"torch.float32", "torch.float", "triton.language.float32", "numpy.float32"})
 LOW_METHODS = {"half": "fp16", "bfloat16": "bf16"}
 PREC_ARGS = ("allow_tf32", "input_precision", "precision")
 TF32_STRINGS = {"tf32", "tf32x3", "medium", "high", "bf16", "bf16x3", "bf16x6"}
 MIXED = ("torch.autocast", "torch.amp.autocast", "torch.cuda.amp.autocast", "torch.cpu.amp.autocast",
          "torch.set_float32_matmul_precision", "torch.set_autocast_")
-CPP_LOW = re.compile(r"\b(?:__half2?|half2?|__nv_bfloat162?|nv_bfloat162?|__float2half\w*|__half2float|"
+CPP_LOW = re.compile(r"\b(?:__half2?|half2|__nv_bfloat162?|nv_bfloat162?|__float2half\w*|__half2float|"
                      r"__float2bfloat16\w*|__floats2half2\w*|__hadd2?|__hmul2?|__hfma2?|at::Half|c10::Half|"
                      r"at::BFloat16|c10::BFloat16|k(?:Half|BFloat16|Float16)|precision::tf32|__float_to_tf32|"
                      r"CUBLAS_COMPUTE_32F_FAST_\w+|CUBLAS_TF32_TENSOR_OP_MATH|CUBLAS_TENSOR_OP_MATH|"
@@ -33,39 +34,55 @@ FIX = ("The task is float32: compute in float32 (fp32 loads, fp32 accumulation, 
        "input_precision=\"ieee\")`). Lower precision is not allowed unless the environment enables it.")
 
 
-def _classes(ctx: Context, expr: ast.AST, ops: tuple) -> set[str]:
-    """Precision classes compared in ``expr`` with one of ``ops`` (e.g. ``x.dtype == torch.float16``)."""
-    out: set[str] = set()
-    for n in ast.walk(expr):
-        if isinstance(n, ast.Compare) and all(isinstance(o, ops) for o in n.ops):
-            for part in [n.left, *n.comparators]:
-                out |= {LOW[r] for s in ast.walk(part) if (r := ctx.resolve(s)) in LOW}
-    return out
+def _dtype_classes(ctx: Context, e: ast.AST) -> set[str] | None:
+    """Classes of a dtype constant or a tuple of them (``torch.float16`` -> {"fp16"}); None otherwise."""
+    elts = e.elts if isinstance(e, (ast.Tuple, ast.List, ast.Set)) else [e]
+    names = [ctx.resolve(x) or "" for x in elts]
+    if not names or not all(n in LOW or n in FP32 for n in names):
+        return None
+    return {LOW.get(n, "fp32") for n in names}
+
+
+def _guard(ctx: Context, test: ast.AST, positive: bool) -> set[str]:
+    """Dtype classes that ``test`` proves the input has (positive) or has not (negative), from
+    comparisons like ``x.dtype == torch.float16`` / ``x.dtype not in (torch.half, torch.bfloat16)``."""
+    ops = (ast.Eq, ast.Is, ast.In) if positive else (ast.NotEq, ast.IsNot, ast.NotIn)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ops):
+        left, right = _dtype_classes(ctx, test.left), _dtype_classes(ctx, test.comparators[0])
+        if (left is None) != (right is None):  # exactly one side is a dtype constant
+            return left or right or set()
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return set().union(*(_guard(ctx, v, positive) for v in test.values))
+    if isinstance(test, ast.BoolOp) and positive:  # Or: every alternative must be a guard
+        parts = [_guard(ctx, v, positive) for v in test.values]
+        return set().union(*parts) if all(parts) else set()
+    return set()
 
 
 def _allowed(ctx: Context, node: ast.AST, cls: str) -> bool:
-    """Is this low-precision reference a dtype check or a branch taken only for low-precision inputs?"""
-    child = node
+    """Is this low-precision reference a dtype check, a dtype table, or on a branch that runs only
+    for inputs that are not float32?"""
+    child, pure = node, True
     while child in ctx.parents:
         p = ctx.parents[child]
-        if isinstance(p, ast.Compare):
+        if pure and isinstance(p, ast.Compare):
             return True
-        if isinstance(p, (ast.Tuple, ast.List, ast.Set)) and all(
-                (ctx.resolve(e) or "").startswith(("torch.", "triton.language.")) for e in p.elts) \
-                and len(p.elts) > 1:
+        if pure and isinstance(p, (ast.Tuple, ast.List, ast.Set)) and _dtype_classes(ctx, p) and len(p.elts) > 1:
             return True
-        if isinstance(p, ast.Dict):
+        if isinstance(p, ast.Dict) and pure:
             if child in p.keys:
                 return True
             key = p.keys[p.values.index(child)] if child in p.values else None
             return key is not None and LOW.get(ctx.resolve(key) or "") == cls
-        if isinstance(p, (ast.If, ast.IfExp)):
+        if isinstance(p, (ast.If, ast.IfExp)) and child is not p.test:
             body = p.body if isinstance(p.body, list) else [p.body]
-            if child in body and cls in _classes(ctx, p.test, (ast.Eq, ast.Is, ast.In)):
+            if child in body:
+                if cls in _guard(ctx, p.test, True) or "fp32" in _guard(ctx, p.test, False):
+                    return True
+            elif isinstance(p.test, ast.Compare) and (  # else-branch: only a single comparison is negated
+                    cls in _guard(ctx, p.test, False) or "fp32" in _guard(ctx, p.test, True)):
                 return True
-            orelse = p.orelse if isinstance(p.orelse, list) else [p.orelse]
-            if child in orelse and cls in _classes(ctx, p.test, (ast.NotEq, ast.IsNot, ast.NotIn)):
-                return True
+        pure = pure and isinstance(p, (ast.Tuple, ast.List, ast.Set))
         child = p
     return False
 
@@ -112,5 +129,5 @@ def check(ctx: Context):
                         and not (isinstance(v, ast.Constant) and v.value in (False, "ieee", "highest")):
                     yield violation(NAME, node, f"setting `{r}` enables TF32/reduced precision. {FIX}")
     for text, first in ctx.cpp:
-        for hit, line in cpp.search(CPP_LOW, text, first):
+        for hit, line in cpp.search(CPP_LOW, text, first, keep_strings=True):
             yield violation(NAME, line, f"`{hit.strip()}` in the C++ source is half/bfloat16/TF32 math. {FIX}")

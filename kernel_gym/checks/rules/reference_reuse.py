@@ -65,6 +65,13 @@ def check(ctx: Context):
             if name in REF_CALLEES:
                 yield violation(NAME, node, f"the call `{ast.unparse(f)}(...)` uses the reference program "
                                 f"or its input generator. {FIX}")
+        elif isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load) \
+                and (node.id if isinstance(node, ast.Name) else node.attr) in REF_NAMES:
+            parent = ctx.parents.get(node)
+            in_bases = isinstance(parent, ast.ClassDef) and node in parent.bases
+            called = isinstance(parent, ast.Call) and parent.func is node
+            if not in_bases and not called:
+                yield violation(NAME, node, f"`{ast.unparse(node)}` refers to the reference program. {FIX}")
 
 
 def _enclosing_class(ctx: Context, node: ast.AST) -> str | None:

@@ -1,0 +1,92 @@
+"""The forward path: ModelNew.forward and every solution function/method it reaches."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .astutil import is_super_call
+
+if TYPE_CHECKING:
+    from .context import Context
+
+FUNC_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+@dataclass
+class FnRef:
+    """A function on the forward path, with the class it belongs to (for ``self``)."""
+
+    owner: str | None
+    node: ast.AST
+    qualname: str
+    self_name: str | None
+
+
+def forward_path(ctx: Context) -> list[FnRef]:
+    """Functions reachable from ModelNew.forward/__call__ through names, self.<method>, own
+    submodules, ``Cls.apply`` and ``super()``; @triton.jit kernels are not entered."""
+    out: list[FnRef] = []
+    seen: set[int] = set()
+    work: list[FnRef] = []
+
+    def add(owner: str | None, node: ast.AST | None, name: str) -> None:
+        if node is None or id(node) in seen or id(node) in ctx.jit_nodes:
+            return
+        seen.add(id(node))
+        me = None
+        if owner and isinstance(node, FUNC_TYPES) and node.args.args and not any(
+                isinstance(d, ast.Name) and d.id == "staticmethod" for d in node.decorator_list):
+            me = node.args.args[0].arg
+        fr = FnRef(owner, node, f"{owner}.{name}" if owner else name, me)
+        out.append(fr)
+        work.append(fr)
+
+    def add_method(cls: str | None, name: str, skip_first: bool = False) -> None:
+        found = ctx.find_method(cls, name, skip_first)
+        if found:
+            add(found[0], found[1], name)
+
+    def add_class(cls: str) -> None:
+        for m in ("__init__", "forward", "__call__"):
+            add_method(cls, m)
+
+    if "ModelNew" in ctx.classes:
+        for m in ("forward", "__call__"):
+            add_method("ModelNew", m)
+        for stmt in ctx.classes["ModelNew"].body:  # forward = something
+            if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id in (
+                    "forward", "__call__") for t in stmt.targets):
+                add("ModelNew", stmt.value, "forward")
+    while work:
+        fr = work.pop()
+        for n in ctx.walk(fr):
+            if isinstance(n, ast.Name) and n.id in ctx.functions:
+                add(None, ctx.functions[n.id], n.id)
+            elif isinstance(n, ast.Name) and n.id in ctx.classes and n.id != fr.owner:
+                add_class(n.id)
+            elif isinstance(n, ast.Attribute):
+                v = n.value
+                if isinstance(v, ast.Name) and fr.self_name and v.id == fr.self_name:
+                    add_method(fr.owner, n.attr)
+                    info = ctx.attr_info(fr.owner, n.attr)
+                    for c in info.own if info else ():
+                        add_class(c)
+                    if info and info.func:
+                        add(None, ctx.functions.get(info.func), info.func)
+                elif is_super_call(v):
+                    add_method(fr.owner, n.attr, skip_first=True)
+                elif isinstance(v, ast.Name) and v.id in ctx.classes:
+                    add_method(v.id, "forward" if n.attr == "apply" else n.attr)
+                elif isinstance(v, ast.Attribute) and isinstance(v.value, ast.Name) \
+                        and v.value.id == fr.self_name:
+                    info = ctx.attr_info(fr.owner, v.attr)
+                    for c in info.own if info else ():
+                        add_method(c, n.attr)
+                r = ctx.resolve(n) or ""
+                if r.startswith("torch.ops."):
+                    key = "::".join(r.split(".")[2:4])
+                    if key in ctx.custom_ops:
+                        add(None, ctx.custom_ops[key], key)
+    return out
