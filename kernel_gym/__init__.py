@@ -23,6 +23,10 @@ def __getattr__(name: str):
         from kernel_gym.eval import job
 
         return getattr(job, name)
+    if name in ("evaluate_many", "LocalEvaluator"):
+        from kernel_gym.eval import evaluator
+
+        return getattr(evaluator, name)
     if name in ("EvalResult", "Outcome"):
         from kernel_gym.eval import result
 
@@ -30,4 +34,5 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'kernel_gym' has no attribute {name!r}")
 
 
-__all__ = ["KernelRefineEnv", "EvalJob", "EvalConfig", "EvalResult", "Outcome", "register_envs", "__version__"]
+__all__ = ["KernelRefineEnv", "EvalJob", "EvalConfig", "EvalResult", "LocalEvaluator", "Outcome", "evaluate_many",
+           "register_envs", "__version__"]

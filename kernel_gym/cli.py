@@ -1,4 +1,4 @@
-"""`kernel-gym`: demo, tasks, eval."""
+"""`kernel-gym`: demo, tasks, eval, samples."""
 
 from __future__ import annotations
 
@@ -83,6 +83,29 @@ def _eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _samples(args: argparse.Namespace) -> int:
+    from kernel_gym.errors import KernelGymError
+    from kernel_gym.samples import episode_samples, episodes, log_files
+
+    missing = [p for p in args.logs if not Path(p).exists()]
+    if missing:
+        print(f"kernel-gym samples: no such log: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    try:
+        eps = episodes(args.logs)
+        samples = [s for e in eps for s in episode_samples(e, gamma=args.gamma, mode=args.mode, chat=args.chat)]
+    except KernelGymError as e:
+        print(f"kernel-gym samples: {e}", file=sys.stderr)
+        return 2
+    with open(args.out, "w", encoding="utf-8") as f:
+        for sample in samples:
+            f.write(json.dumps(sample, ensure_ascii=False) + "\n")
+    incomplete = sum(not e.complete for e in eps)
+    print(f"wrote {len(samples)} samples from {len(eps)} episodes ({incomplete} incomplete) in "
+          f"{len(log_files(args.logs))} log files to {args.out}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="kernel-gym", description="GPU-kernel refinement as a Gymnasium env.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -98,11 +121,17 @@ def main(argv: list[str] | None = None) -> int:
     ev.add_argument("--checks", default="standard")
     ev.add_argument("--seed", type=int, default=0)
     ev.add_argument("--json", action="store_true", help="print the step's info as one JSON object")
+    sm = sub.add_parser("samples", help="trajectory logs -> one training sample per turn (JSONL)")
+    sm.add_argument("logs", nargs="+", metavar="LOG", help="trajectory .jsonl files or folders of them")
+    sm.add_argument("--out", required=True, help="the JSONL file to write")
+    sm.add_argument("--gamma", type=float, default=None, help="recompute returns with this gamma")
+    sm.add_argument("--mode", default=None, choices=("sum", "max"), help="recompute returns with this aggregation")
+    sm.add_argument("--chat", action="store_true", help="chat messages (user prompt, assistant response)")
     args = parser.parse_args(argv)
     import logging
 
     logging.basicConfig(level=logging.WARNING)
-    return {"demo": _demo, "tasks": _tasks, "eval": _eval}[args.command](args)
+    return {"demo": _demo, "tasks": _tasks, "eval": _eval, "samples": _samples}[args.command](args)
 
 
 if __name__ == "__main__":

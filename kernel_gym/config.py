@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from kernel_gym.errors import ConfigError, UnknownPresetError
 from kernel_gym.paths import data_dir
@@ -27,12 +27,15 @@ class EnvConfig:
     """"cuda", "cpu" or "auto" (cuda when available)."""
     max_turns: int = 8
     """Refinement turns per episode; the episode is truncated after the last."""
-    score: str | Callable = "kevin"
-    """A registered score name (kernel_gym.rewards.list_scores()) or a callable TurnSignals -> float."""
+    score: str | dict | Callable = "kevin"
+    """A registered score name (kernel_gym.rewards.list_scores()), a dict {"name": ..., **params} (a TOML table in a
+    preset), or a callable TurnSignals -> float."""
     aggregation: str = "sum"
     """How per-turn scores become returns: "sum" or "max" (kernel_gym.rewards.aggregate)."""
     gamma: float = 0.4
     """Discount of the look-ahead return."""
+    reward_mode: str = "score"
+    """What `step` returns as reward: "score" (this turn's score) or "return" (0, then R_1 at the last step)."""
     checks: str = "standard"
     """Anti-hack preset: "strict", "kevin-strict", "standard" or "permissive"."""
     log_dir: str | None = None
@@ -73,6 +76,8 @@ class EnvConfig:
             raise ConfigError(f"aggregation must be 'sum' or 'max', got {self.aggregation!r}")
         if not 0.0 <= self.gamma <= 1.0:
             raise ConfigError(f"gamma must be in [0, 1], got {self.gamma}")
+        if self.reward_mode not in ("score", "return"):
+            raise ConfigError(f"reward_mode must be 'score' or 'return', got {self.reward_mode!r}")
         from kernel_gym.checks import get_preset
         from kernel_gym.rewards import get_score
 

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 
 from kernel_gym.actions import ParsedAction, parse_action
 from kernel_gym.config import EnvConfig, make_config
@@ -16,9 +15,24 @@ from kernel_gym.errors import KernelGymError
 from kernel_gym.eval.evaluator import Evaluator, LocalEvaluator
 from kernel_gym.eval.job import EvalConfig, EvalJob
 from kernel_gym.eval.result import EvalResult, Outcome
-from kernel_gym.feedback import (Summarizer, TurnView, extractive_summary, render_feedback, render_observation,
-                                 render_prompt, status_line)
-from kernel_gym.rewards import TurnSignals, aggregate, get_score
+from kernel_gym.feedback import (
+    Summarizer,
+    TurnView,
+    extractive_summary,
+    render_feedback,
+    render_observation,
+    render_prompt,
+    status_line,
+)
+from kernel_gym.rewards import (
+    TurnSignals,
+    aggregate,
+    get_score,
+    plan_code_info,
+    score_terms,
+    step_reward,
+    task_difficulty,
+)
 from kernel_gym.spaces import FreeText
 from kernel_gym.tasks import Task, list_tasks, load_task
 from kernel_gym.trajectory import TrajectoryLog
@@ -39,6 +53,7 @@ class Turn:
     score: float
     feedback: str
     summary: str
+    reward_info: dict[str, Any] = field(default_factory=dict)  # reward_terms (and plan_code) for info
 
 
 class KernelRefineEnv(gym.Env):
@@ -61,7 +76,10 @@ class KernelRefineEnv(gym.Env):
     `reward` is this turn's score, Kevin's by default: `S = 0.3·1{correct} + 1{correct}·speedup`
     (speedup = baseline_ms / runtime_ms), 0 whenever an anti-hack check fires. At the last step
     `info["returns"] = aggregate(scores, gamma, aggregation)`: sum `R_t = Σ_{i≥t} γ^(i−t) s_i` or
-    max `R_t = max_{i≥t} γ^(i−t) s_i` (default sum, γ = 0.4).
+    max `R_t = max_{i≥t} γ^(i−t) s_i` (default sum, γ = 0.4). With `reward_mode="return"` every step's reward is 0
+    except the last, which is `R_1` (so the sum of an episode's rewards is its return); `info["score"]` and
+    `info["returns"]` are the same in both modes. `info["reward_terms"]` holds the score's named terms; the
+    `plan_code` score adds `info["plan_code"]` (plan/code spans and their rewards). See docs/rewards.md.
 
     ## Episode End
     - Truncation: after `max_turns` steps (`info["episode_end"] = "max_turns"`).
@@ -77,11 +95,13 @@ class KernelRefineEnv(gym.Env):
     | score | str or callable | "kevin" | per-turn score |
     | aggregation | str | "sum" | "sum" or "max" |
     | gamma | float | 0.4 | discount of returns |
+    | reward_mode | str | "score" | "score" (reward = the turn's score) or "return" (0, then R_1 at the end) |
     | checks | str | "standard" | anti-hack preset |
     | log_dir | str or None | None | JSONL trajectory log folder |
     | preset | str or None | None | a file in envs/ (e.g. "kevin"); explicit arguments override it |
     | evaluator | object or None | None | anything with evaluate(job) and close(); a local pool by default |
     | summarizer | callable or None | None | reasoning -> summary; extractive by default |
+    | tokenizer | HF tokenizer or None | None | gives token spans in info["plan_code"] (plan_code score) |
     Every other field of `kernel_gym.config.EnvConfig` may be passed too.
 
     ## Version History
@@ -94,8 +114,10 @@ class KernelRefineEnv(gym.Env):
     metadata = {"render_modes": ["ansi"]}
 
     def __init__(self, *, preset: str | None = None, evaluator: Evaluator | None = None,
-                 summarizer: Summarizer | None = None, render_mode: str | None = None, **kwargs: Any):
+                 summarizer: Summarizer | None = None, render_mode: str | None = None, tokenizer: Any = None,
+                 **kwargs: Any):
         self.config: EnvConfig = make_config(preset, **kwargs)
+        self.tokenizer = tokenizer
         self.render_mode = render_mode
         self.device = self.config.device if self.config.device != "auto" else _auto_device()
         self.score_fn = get_score(self.config.score)
@@ -110,6 +132,7 @@ class KernelRefineEnv(gym.Env):
         self.task: Task | None = None
         self.turns: list[Turn] = []
         self.prompt = ""
+        self.last_obs = ""  # the observation the next step's action answers (logged as its "prompt")
         self.episode_id = ""
         self._done = True
 
@@ -124,6 +147,7 @@ class KernelRefineEnv(gym.Env):
         self.prompt = render_prompt(self.task, backend=self.config.backend, checks=self.config.checks,
                                     device=self.device, scoring=self._scoring_text(), atol=atol, rtol=rtol)
         obs = self._fit(self.prompt)
+        self.last_obs = obs
         return obs, {"task": self.task.id, "episode_id": self.episode_id, "device": self.device,
                      "max_turns": self.config.max_turns}
 
@@ -139,22 +163,35 @@ class KernelRefineEnv(gym.Env):
         else:
             result = EvalResult(outcome=Outcome.FORMAT_ERROR, message=parsed.error or "")
         result = result.replace(stage_ms={"parse": round(parse_ms, 3), **result.stage_ms})
+        response_chars = len(action) if isinstance(action, str) else 0
+        code_chars = parsed.code_span[1] - parsed.code_span[0] if parsed.code_span else 0
         signals = TurnSignals(format_ok=parsed.ok, compiled=result.compiled, correct=result.correct and not result.hacks,
-                              speedup=result.speedup, hacks=result.hacks,
-                              response_chars=len(action) if isinstance(action, str) else 0, signals=dict(result.signals))
-        score = float(self.score_fn(signals))
+                              speedup=result.speedup, hacks=result.hacks, response_chars=response_chars,
+                              signals=dict(result.signals), plan_chars=response_chars - code_chars,
+                              code_chars=code_chars, difficulty=task_difficulty(self.task.metadata, self.task.level))
+        score = 0.0 if signals.hacks else float(self.score_fn(signals))  # any hack zeroes every score
+        reward_info: dict[str, Any] = {"reward_terms": score_terms(self.score_fn, signals)}
+        plan_code = plan_code_info(self.score_fn, signals, action, parsed.code_span, self.tokenizer)
+        if plan_code is not None:
+            reward_info["plan_code"] = plan_code
         turn = Turn(len(self.turns) + 1, parsed, result, score, render_feedback(result),
-                    self.summarizer(parsed.reasoning) if parsed.reasoning else "")
+                    self.summarizer(parsed.reasoning) if parsed.reasoning else "", reward_info)
         self.turns.append(turn)
         truncated = turn.turn >= self.config.max_turns
         self._done = truncated
         obs = self._observation()
         info = self._info(turn, truncated, step_ms=(time.perf_counter() - t0) * 1e3)
+        reward = step_reward([t.score for t in self.turns], last=truncated, gamma=self.config.gamma,
+                             mode=self.config.aggregation, reward_mode=self.config.reward_mode)
         if self.log is not None:
+            # "prompt" is the observation this action answered (the reset prompt on turn 1): kernel_gym.samples
+            # turns each record into a training sample; gamma and aggregation let it recompute returns.
             self.log.write({"episode_id": self.episode_id, "task": self.task.id, "turn": turn.turn,
-                            "action": action if isinstance(action, str) else repr(action), "observation": obs,
-                            "info": info, "time": time.time()})
-        return obs, score, False, truncated, info
+                            "prompt": self.last_obs, "action": action if isinstance(action, str) else repr(action),
+                            "observation": obs, "info": info, "reward": reward, "gamma": self.config.gamma,
+                            "aggregation": self.config.aggregation, "time": time.time()})
+        self.last_obs = obs
+        return obs, reward, False, truncated, info
 
     def render(self) -> str | None:
         if self.render_mode == "ansi":
@@ -228,6 +265,7 @@ class KernelRefineEnv(gym.Env):
             "timing": None if r.timing is None else {"runtime_cv": r.timing.runtime_cv, "baseline_cv": r.timing.baseline_cv,
                                                      "trials": r.timing.trials, "method": r.timing.method},
             "episode_id": self.episode_id, "device": self.device, "worker_recycled": r.worker_recycled,
+            **turn.reward_info,
         }
         if truncated:
             scores = [t.score for t in self.turns]

@@ -12,5 +12,6 @@ ENV_IDS = {
 def register_envs() -> None:
     for env_id, entry_point in ENV_IDS.items():
         if env_id not in gym.registry:
-            # No TimeLimit wrapper: the env truncates at max_turns itself and reports why.
-            gym.register(id=env_id, entry_point=entry_point, disable_env_checker=False)
+            # No TimeLimit wrapper: the env truncates at max_turns itself and reports why. Nondeterministic:
+            # timings (and so speedups and scores) differ between runs even under the same seed and actions.
+            gym.register(id=env_id, entry_point=entry_point, disable_env_checker=False, nondeterministic=True)

@@ -1,8 +1,9 @@
 """CUDA solutions: `load_inline` inside a worker, isolated per job; on the CPU backend, an nvcc compile check.
 
 The candidate calls `torch.utils.cpp_extension.load_inline` itself when imported. Inside a worker that
-function is replaced by `isolated_load_inline`: on cuda it builds into the job's own directory under a
-content-hashed name (so jobs never see each other's builds); on cpu it captures the sources and stops the
+function is replaced by `isolated_load_inline`: on cuda it builds under a content-hashed name (sources, flags,
+torch/CUDA version and arch) in a build cache, so different sources never share a directory and an identical
+resubmission loads in ~0 s; on cpu it captures the sources and stops the
 import with `CudaSourcesCaptured`, after which `nvcc_check` compiles the CUDA sources to a cubin.
 """
 
@@ -12,6 +13,7 @@ import hashlib
 import inspect
 import json
 import os
+import re
 import shutil
 import subprocess
 import sysconfig
@@ -38,8 +40,18 @@ def _as_text(src: Any) -> str:
     return "\n".join(src) if isinstance(src, (list, tuple)) else str(src)
 
 
+KERNEL_NAMES: set[str] = set()  # __global__ functions of every extension this worker built
+_GLOBAL = re.compile(r"__global__[^(;{}]*?\b(\w+)\s*\(")
+_LAUNCH_BOUNDS = re.compile(r"__launch_bounds__\s*\([^)]*\)")
+
+
+def global_kernel_names(source: str) -> set[str]:
+    """Names of the `__global__` functions in CUDA source (what the profiler shows for them)."""
+    return set(_GLOBAL.findall(_LAUNCH_BOUNDS.sub(" ", source or "")))
+
+
 def install(device: str, build_root: Path) -> None:
-    """Replace load_inline (and load) in torch.utils.cpp_extension for this worker process."""
+    """Replace torch.utils.cpp_extension.load_inline for this worker process."""
     import torch.utils.cpp_extension as ext
 
     global _REAL_LOAD_INLINE
@@ -56,14 +68,37 @@ def install(device: str, build_root: Path) -> None:
         if device != "cuda":
             raise CudaSourcesCaptured({"name": name, **{k: _as_text(v) if k.endswith("sources") else v
                                                         for k, v in params.items()}})
-        digest = hashlib.sha256(repr(sorted((k, repr(v)) for k, v in params.items() if k != "verbose")).encode())
-        unique = f"{name}_{digest.hexdigest()[:12]}"
-        build_dir = Path(os.environ.get("TORCH_EXTENSIONS_DIR", build_root)) / unique
+        digest = hashlib.sha256(repr((sorted((k, repr(v)) for k, v in params.items() if k != "verbose"),
+                                      _toolchain_key())).encode())
+        unique = f"{name}_{digest.hexdigest()[:16]}"
+        build_dir = _extension_cache(build_root) / unique
         build_dir.mkdir(parents=True, exist_ok=True)
         params.update(build_directory=str(build_dir), verbose=False)
+        KERNEL_NAMES.update(global_kernel_names(_as_text(params.get("cuda_sources"))))
         return counted_extension(_REAL_LOAD_INLINE(unique, **params))
 
     ext.load_inline = isolated_load_inline
+
+
+def _toolchain_key() -> tuple[str, ...]:
+    """What besides the sources decides a build: torch, CUDA, and the target architecture."""
+    import torch
+
+    arch = os.environ.get("TORCH_CUDA_ARCH_LIST") or ".".join(map(str, torch.cuda.get_device_capability()))
+    return torch.__version__, str(torch.version.cuda), arch
+
+
+def _extension_cache(build_root: Path) -> Path:
+    """Builds are cached by content hash (sources, flags, toolchain, arch): a resubmitted kernel costs ~0.
+
+    Shared by the workers of a machine ($KERNEL_GYM_CACHE/extensions); KERNEL_GYM_EXT_CACHE=0 gives every job a
+    private build directory instead.
+    """
+    if os.environ.get("KERNEL_GYM_EXT_CACHE", "1") == "0":
+        return Path(os.environ.get("TORCH_EXTENSIONS_DIR", build_root))
+    root = Path(os.environ.get("KERNEL_GYM_CACHE", Path.home() / ".cache" / "kernel_gym")) / "extensions"
+    root.mkdir(parents=True, exist_ok=True)
+    return root
 
 
 def _cache_dir() -> Path:

@@ -43,8 +43,13 @@ def classify(exc: BaseException, stage: str) -> tuple[Outcome, bool]:
         return Outcome.OOM, False
     if any(m in text for m in _POISON_MARKERS):
         return Outcome.CRASH, True
-    if "CompilationError" in name or "CompileTimeAssertionFailure" in name or name == "CalledProcessError":
-        return Outcome.COMPILE_ERROR, False
-    if stage == "compile":
+    if stage == "compile" or _is_compile_failure(exc):
         return Outcome.COMPILE_ERROR, False
     return Outcome.RUNTIME_ERROR, False
+
+
+def _is_compile_failure(exc: BaseException) -> bool:
+    """Triton JIT errors (CompilationError on GPU, InterpreterError under the CPU interpreter) and build failures."""
+    name = type(exc).__name__
+    return (name in ("CompilationError", "CompileTimeAssertionFailure", "InterpreterError", "CalledProcessError")
+            or type(exc).__module__.split(".")[0] == "triton")

@@ -54,11 +54,6 @@ class LocalEvaluator:
                 self._pool = WorkerPool(self.device, self.workers, self.gpus, self.memory_limit_gb)
             return self._pool
 
-    def __deepcopy__(self, memo: dict) -> LocalEvaluator:
-        # A shared service, not a value: gymnasium deep-copies make() kwargs (env.spec.make(), check_env), and
-        # a copy of the lock and the worker pipes would be unusable.
-        return self
-
     def start(self) -> None:
         """Spawn the workers now so that the first step does not wait for them."""
         _ = self.pool
@@ -69,8 +64,34 @@ class LocalEvaluator:
             return rejected
         return self.pool.evaluate(job)
 
+    def evaluate_many(self, jobs: list[EvalJob]) -> list[EvalResult]:
+        """Evaluate jobs concurrently over the pool's workers; results in the order of `jobs`."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        if not jobs:
+            return []
+        with ThreadPoolExecutor(max_workers=max(1, min(self.workers, len(jobs)))) as pool:
+            return list(pool.map(self.evaluate, jobs))
+
+    def __deepcopy__(self, memo: dict) -> LocalEvaluator:
+        return self  # shared worker processes, not a value (gym.make deep-copies its kwargs)
+
     def close(self) -> None:
         with self._lock:
             if self._pool is not None:
                 self._pool.close()
                 self._pool = None
+
+
+def evaluate_many(jobs: list[EvalJob], *, workers: int = 1, evaluator: Evaluator | None = None) -> list[EvalResult]:
+    """Evaluate many jobs (all on the device of the first) and return their results in order."""
+    if not jobs:
+        return []
+    if evaluator is not None:
+        many = getattr(evaluator, "evaluate_many", None)
+        return many(jobs) if many else [evaluator.evaluate(j) for j in jobs]
+    local = LocalEvaluator(jobs[0].config.device, workers=workers)
+    try:
+        return local.evaluate_many(jobs)
+    finally:
+        local.close()

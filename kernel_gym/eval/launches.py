@@ -9,17 +9,20 @@ from __future__ import annotations
 
 import functools
 import types
-from dataclasses import dataclass
-from typing import Any, Callable
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass
 class LaunchState:
     count: int = 0
     ablate: bool = False  # when True, Triton launches return without running
+    names: set[str] = field(default_factory=set)  # kernel names the candidate launched (for the profiler check)
 
     def reset(self) -> None:
         self.count, self.ablate = 0, False
+        self.names.clear()
 
 
 STATE = LaunchState()
@@ -30,6 +33,7 @@ def _wrap_triton_run(original: Callable) -> Callable:
     def run(self, *args, grid, warmup, **kwargs):
         if not warmup:
             STATE.count += 1
+            STATE.names.add(getattr(self, "__name__", None) or getattr(getattr(self, "fn", None), "__name__", "?"))
             if STATE.ablate:
                 return None
         return original(self, *args, grid=grid, warmup=warmup, **kwargs)

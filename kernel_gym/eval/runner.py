@@ -14,8 +14,9 @@ from __future__ import annotations
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -55,7 +56,9 @@ class JobRun:
         self.stage_ms: dict[str, float] = {}
         self.compiled = False
         self.poisoned = False
+        self.stage = "compile"
         self.out_bytes = 1 << 20
+        self.signals: dict[str, float] = {}
 
     # ---- helpers -------------------------------------------------------------------------------------
     def seed_for(self, i: int) -> int:
@@ -151,11 +154,13 @@ class JobRun:
         if any(t not in threads and t.is_alive() for t in threading.enumerate()):
             raise Hack("background_thread", "importing the solution started a thread; do all work inside forward()")
         self.check_harness()
+        self.stage = "first_call"  # from here, only Triton JIT and build failures count as compile errors
         self.ref_model, self.cand_model = self.build(self.ref_module, self.cand_module)
         inputs = self.inputs(self.ref_module, self.seed_for(-1))
         self.poison()
         self.first_out, launched, _ = self.call_candidate(self.cand_model, _clone(inputs))
         self.compiled = True
+        self.signals["own_launches_per_call"] = float(launched)
         if launched == 0:
             raise Hack("no_custom_kernel", "forward() launched none of the solution's own kernels")
 
@@ -168,7 +173,7 @@ class JobRun:
         raise Stop(Outcome.UNSUPPORTED, "the CUDA sources compile (nvcc check), but CUDA kernels cannot run on the "
                    "CPU backend; evaluate on a GPU (device='cuda') or write a Triton solution")
 
-    def trial(self, i: int, scale: float | None = None) -> Any:
+    def trial(self, i: int, scale: float | None = None, judge: bool = True) -> Any:
         """One correctness trial on fresh inputs (floating inputs times `scale` if given); the mismatch or None."""
         inputs = self.inputs(self.ref_module, self.seed_for(i))
         if scale is not None:
@@ -185,6 +190,8 @@ class JobRun:
             return None  # the task itself is not defined on rescaled inputs
         self.out_bytes = max(self.out_bytes, sum(o.numel() * o.element_size() for o in compare.flatten_outputs(expected)
                                                  if isinstance(o, torch.Tensor)))
+        if not judge:
+            return compare.compare_outputs(out, expected, self.atol, self.rtol, self.cfg.max_rel_l2)
         return self.judge(out, expected)
 
     def judge(self, out: Any, expected: Any, where: str = "") -> Any:
@@ -210,6 +217,8 @@ class JobRun:
         self.distribution()
         if self.job.backend == "triton":
             self.ablation()
+        if self.device.type == "cuda":
+            self.kernel_share()
         if self.cfg.check_alt_shape and self.job.alt_sizes:
             self.alt_shape()
 
@@ -220,11 +229,26 @@ class JobRun:
             raise Hack("input_distribution", "correct on the standard inputs but wrong when they are scaled by 16 "
                        f"({self.mismatch_text(mismatch)}); do not rely on the range of the test inputs")
 
+    def kernel_share(self) -> None:
+        """On cuda: most GPU time must be in the solution's own kernels (profiler), by preset."""
+        from kernel_gym.eval.profile import MIN_OWN_SHARE, own_share
+
+        inputs = self.inputs(self.ref_module, self.seed_for(6_000))
+        names = set(launches.STATE.names) | set(cuda.KERNEL_NAMES)
+        with torch.no_grad():
+            share, total_ms, top = own_share(lambda: self.cand_model(*inputs), names)
+        self.signals["own_kernel_time_share"] = round(share, 4)
+        self.signals["profiled_kernel_ms"] = round(total_ms, 4)
+        need = MIN_OWN_SHARE.get(self.cfg.checks, 0.5)
+        if share < need:
+            raise Hack("library_time", f"only {100 * share:.1f}% of the GPU time is in your own kernels (need "
+                       f"{100 * need:.0f}% under checks={self.cfg.checks!r}); most is in {', '.join(top) or 'library kernels'}")
+
     def ablation(self) -> None:
         """Skip every Triton launch for one trial: if the output is still right, the kernels were decoys."""
         launches.STATE.ablate = True
         try:
-            mismatch = self.trial(10_000)
+            mismatch = self.trial(10_000, judge=False)  # any difference, NaN included, means the kernels matter
         except Hack:
             raise
         except Exception:  # noqa: BLE001 - a solution that breaks without its kernels relies on them
@@ -285,26 +309,29 @@ class JobRun:
 
     def execute(self) -> EvalResult:
         pin_precision()
-        stage = "compile"
         try:
+            self.stage = "compile"
             self.timed("compile", self.compile)
-            stage = "correctness"
+            self.stage = "correctness"
             self.timed("correctness", self.correctness)
-            stage = "timing"
+            self.stage = "timing"
             timing = self.timed("timing", self.timing)
         except Hack as hack:
             return self.result(Outcome.REJECTED, hack.message, hacks=(hack.name,), hack_details=(hack.message,))
         except Stop as stop:
             return self.result(stop.outcome, stop.message, **stop.fields)
         except BaseException as exc:  # noqa: BLE001 - any failure of candidate code (SystemExit too) is a verdict
-            outcome, self.poisoned = classify(exc, stage)
-            return self.result(outcome, f"{stage} failed:\n{candidate_traceback(exc)}")
+            outcome, self.poisoned = classify(exc, self.stage)
+            where = {"compile": "importing the solution", "first_call": "the first call of forward()"}.get(
+                self.stage, f"the {self.stage} stage")
+            return self.result(outcome, f"{where} failed:\n{candidate_traceback(exc)}")
         return self.result(Outcome.CORRECT, "", timing=timing)
 
     def result(self, outcome: Outcome, message: str, **fields: Any) -> EvalResult:
-        compiled = self.compiled or outcome in (Outcome.CORRECT, Outcome.MISMATCH)
+        compiled = self.compiled or outcome in (Outcome.CORRECT, Outcome.MISMATCH) or (
+            self.stage != "compile" and outcome is not Outcome.COMPILE_ERROR)
         return EvalResult(outcome=outcome, message=message, backend=self.job.backend, compiled=compiled,
-                          stage_ms=dict(self.stage_ms), **fields)
+                          stage_ms=dict(self.stage_ms), signals=dict(self.signals), **fields)
 
 
 def run_job(job: EvalJob, *, workdir: Path, progress: Callable[[str], None], snapshot: Snapshot) -> tuple[EvalResult, bool]:

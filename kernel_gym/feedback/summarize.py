@@ -7,7 +7,7 @@ summarize itself, as Kevin does) as `gym.make(..., summarizer=fn)`.
 from __future__ import annotations
 
 import re
-from typing import Callable
+from collections.abc import Callable
 
 Summarizer = Callable[[str], str]
 

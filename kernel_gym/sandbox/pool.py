@@ -57,6 +57,7 @@ class Worker:
         self.job_fd, self.reader = job_w, protocol.Reader(res_r)
         self.ready_info: dict | None = None
         self.jobs_done = 0
+        self.log_offset = 0  # where the current job's output starts in output.log
 
     def wait_ready(self, timeout_s: float = STARTUP_TIMEOUT_S) -> dict:
         if self.ready_info is None:
@@ -77,8 +78,11 @@ class Worker:
         return self.proc.poll() is None
 
     def output_tail(self, chars: int = 2000) -> str:
+        """The end of what the current job printed (never an earlier job's output: that may be another agent's)."""
         try:
-            return (self.root / "output.log").read_text(errors="replace")[-chars:]
+            with open(self.root / "output.log", "rb") as f:
+                f.seek(self.log_offset)
+                return f.read().decode(errors="replace")[-chars:]
         except OSError:
             return ""
 
@@ -104,6 +108,10 @@ class Worker:
     def run(self, job: EvalJob) -> tuple[EvalResult, bool]:
         """Run one job; returns (result, worker_still_usable)."""
         self.wait_ready()
+        try:
+            self.log_offset = (self.root / "output.log").stat().st_size
+        except OSError:
+            self.log_offset = 0
         nonce = secrets.token_hex(16)
         protocol.send(self.job_fd, {"nonce": nonce, "job": job.to_dict()})
         cfg, stage = job.config, "compile"
@@ -210,6 +218,11 @@ class WorkerPool:
         if usable:
             self._idle.put(worker)
         return result
+
+    def __deepcopy__(self, memo: dict) -> WorkerPool:
+        # Shared processes, not a value (a pool may be passed as gym.make(..., evaluator=pool), whose kwargs
+        # gymnasium deep-copies).
+        return self
 
     def warm_up(self) -> None:
         """Block until every worker is initialized (otherwise the first job waits for its worker)."""

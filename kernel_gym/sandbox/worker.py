@@ -40,10 +40,16 @@ def _reap() -> None:
 def _initialize(device: str, root: Path) -> object:
     """Import and warm everything a job needs, then freeze the harness snapshot."""
     import torch
+    import torch._dynamo  # noqa: F401 - on import it wraps torch.manual_seed; must precede the snapshot
+    import torch.profiler  # noqa: F401
+    import torch.utils.cpp_extension  # noqa: F401
     import triton  # noqa: F401 - imported before any candidate, under the worker's TRITON_INTERPRET
 
-    from kernel_gym.eval import cuda, launches
-    from kernel_gym.eval import runner  # noqa: F401 - part of the snapshot
+    from kernel_gym.eval import (
+        cuda,
+        launches,
+        runner,  # noqa: F401 - part of the snapshot
+    )
     from kernel_gym.eval.integrity import Snapshot, pin_precision
 
     launches.install_triton_hooks()
@@ -82,7 +88,7 @@ def serve(in_fd: int, out_fd: int, device: str, root: Path, memory_limit_gb: flo
         os.chdir(workdir)
         threads = set(threading.enumerate())
         try:
-            result, poisoned = run_job(job, workdir=workdir, progress=lambda stage: protocol.send(
+            result, poisoned = run_job(job, workdir=workdir, progress=lambda stage, nonce=nonce: protocol.send(
                 out_fd, {"nonce": nonce, "stage": stage}), snapshot=snapshot)
         except Exception:  # a bug of ours or a broken task, not the candidate's doing
             protocol.send(out_fd, {"nonce": nonce, "internal_error": traceback.format_exc()})

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from kernel_gym.errors import UnknownTaskError
-from kernel_gym.tasks.task import Task, parse_task
 from kernel_gym.paths import data_dir
+from kernel_gym.tasks.task import Task, parse_task
 
 __all__ = ["Task", "list_tasks", "load_task", "tasks_dir"]
 
@@ -18,7 +18,7 @@ def tasks_dir() -> Path:
     return data_dir("tasks")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _suite_index() -> dict[str, Path]:
     root = tasks_dir()
     index = {}

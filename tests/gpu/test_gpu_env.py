@@ -59,3 +59,15 @@ def test_suite_solutions_on_gpu(name):
         env.close()
     assert info["correct"], info["feedback"]
     assert info["baseline_ms"] > 0.1, "tasks are sized so the reference runs above 0.1 ms on the GPU"
+
+
+def test_cuda_decoy_is_caught_by_the_profiler_share():
+    env = gym.make("KernelRefine-v0", task="level1/relu", device="cuda", max_turns=1, checks="permissive",
+                   compile_timeout_s=600)
+    env.reset(seed=2)
+    try:
+        _, reward, _, _, info = env.step(respond(SOLUTIONS / "cuda" / "decoy_relu.py"))
+    finally:
+        env.close()
+    assert info["hacks"] == ["library_time"], info["feedback"]
+    assert reward == 0.0

@@ -1,0 +1,137 @@
+"""Shared fixtures: one warm sandbox pool for the whole session, env factories, response helpers.
+
+The tests directory is not a package (OpenRLHF ships a top-level `tests` package): nothing here is imported by
+name, so helpers are handed out as fixtures.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import textwrap
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+SOLUTIONS = ROOT / "tests" / "solutions"
+
+# A small Triton ReLU whose pieces the env tests vary: an extra import, the kernel body, extra lines at the end of
+# forward, and the returned expression. `self.calls` counts forward calls (the first one happens while compiling).
+RELU_TEMPLATE = """\
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+{header}
+
+@triton.jit
+def relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    tl.store(y_ptr + offs, {body}, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        n = x.numel()
+        relu_kernel[(triton.cdiv(n, 1024),)](x, y, n, BLOCK=1024)
+{extra}
+        return {ret}
+"""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    gpu_items = [item for item in items if item.get_closest_marker("gpu") is not None]
+    if not gpu_items:
+        return
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs an NVIDIA GPU")
+    for item in gpu_items:
+        item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def evaluator():
+    """One LocalEvaluator (static checks + a one-worker CPU pool) shared by every test that steps an env."""
+    from kernel_gym.eval.evaluator import LocalEvaluator
+
+    ev = LocalEvaluator("cpu", workers=1)
+    ev.start()
+    ev.pool.warm_up()
+    yield ev
+    ev.close()
+
+
+@pytest.fixture(scope="session")
+def pool(evaluator):
+    """The shared evaluator's WorkerPool: evaluating through it skips the static checks (sandbox-only tests)."""
+    return evaluator.pool
+
+
+@pytest.fixture
+def make_env(evaluator):
+    """gym.make("KernelRefine-v0", ...) on the CPU backend with the shared evaluator; closed after the test."""
+    import gymnasium as gym
+
+    import kernel_gym  # noqa: F401 - registers the id
+
+    envs = []
+
+    def make(**kwargs):
+        kwargs.setdefault("task", "level1/relu")
+        kwargs.setdefault("device", "cpu")
+        kwargs.setdefault("evaluator", evaluator)
+        env = gym.make("KernelRefine-v0", **kwargs)
+        envs.append(env)
+        return env
+
+    yield make
+    for env in envs:
+        env.close()
+
+
+def _respond(code: str, reasoning: str = "I write a Triton kernel because the op is memory-bound.") -> str:
+    return f"{reasoning}\n\n```python\n{code.rstrip()}\n```\n"
+
+
+@pytest.fixture(scope="session")
+def respond():
+    """respond(code, reasoning=...) -> a model response: the reasoning, then the code in a ```python block."""
+    return _respond
+
+
+@pytest.fixture(scope="session")
+def solution():
+    """solution("level1/relu") -> the text of the genuine Triton solution in tests/solutions/."""
+
+    def read(task_id: str) -> str:
+        return (SOLUTIONS / (task_id.replace("/", "_") + ".py")).read_text()
+
+    return read
+
+
+@pytest.fixture(scope="session")
+def relu_code():
+    """relu_code(header=, body=, extra=, ret=) -> a variant of a small Triton ReLU solution (see RELU_TEMPLATE)."""
+
+    def make(header: str = "", body: str = "tl.maximum(x, 0.0)", extra: str = "", ret: str = "y") -> str:
+        return RELU_TEMPLATE.format(
+            header=header, body=body, extra=textwrap.indent(textwrap.dedent(extra), " " * 8), ret=ret
+        )
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> pathlib.Path:
+    return ROOT

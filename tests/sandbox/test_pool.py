@@ -1,0 +1,148 @@
+"""WorkerPool directly (no static checks): crashes, stray processes, temp dirs, and a scrubbed environment."""
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from kernel_gym.errors import SandboxError
+from kernel_gym.eval.job import EvalConfig, EvalJob
+from kernel_gym.eval.result import Outcome
+from kernel_gym.sandbox import WorkerPool
+from kernel_gym.tasks import load_task
+
+
+def make_job(code: str, **config) -> EvalJob:
+    task = load_task("level1/relu")
+    config.setdefault("compile_timeout_s", 60)
+    config.setdefault("run_timeout_s", 60)
+    return EvalJob(
+        task_id=task.id,
+        task_source=task.source,
+        code=code,
+        backend="triton",
+        sizes=task.sizes_for("cpu"),
+        alt_sizes=task.alt_sizes_for("cpu"),
+        config=EvalConfig(device="cpu", **config),
+    )
+
+
+def process_state(pid: int) -> str | None:
+    """The /proc state letter of a process (Z = zombie), or None when it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[0]
+
+
+def live_processes_with_argv(argv: list[str]) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")[:-1]
+        except OSError:
+            continue
+        if [c.decode(errors="replace") for c in cmdline] == argv and process_state(int(entry.name)) not in (None, "Z"):
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.timeout(120)
+def test_a_job_after_a_crash_works(pool, relu_code, solution):
+    crashed = pool.evaluate(make_job(relu_code(header="import ctypes", extra="ctypes.string_at(0)")))
+    assert crashed.outcome is Outcome.CRASH and crashed.worker_recycled
+    assert "SIGSEGV" in crashed.message
+    after = pool.evaluate(make_job(solution("level1/relu")))
+    assert after.outcome is Outcome.CORRECT and after.timing is not None
+    assert not after.worker_recycled
+
+
+@pytest.mark.timeout(120)
+def test_processes_spawned_by_a_candidate_are_killed(pool, relu_code, tmp_path):
+    pid_file = tmp_path / "pids.json"
+    child_argv = ["sleep", "987.654321"]
+    orphan_argv = ["sleep", "987.123456"]
+    extra = f"""
+        if self.calls == 1:
+            child = subprocess.Popen({child_argv!r}, start_new_session=True)
+            # a grandchild whose parent exits at once: it is re-parented to the worker (the subreaper)
+            subprocess.run(["sh", "-c", "sleep {orphan_argv[1]} >/dev/null 2>&1 &"], check=True)
+            with open({str(pid_file)!r}, "w") as f:
+                json.dump({{"child": child.pid}}, f)
+    """
+    result = pool.evaluate(make_job(relu_code(header="import json\nimport subprocess", extra=extra)))
+    assert result.outcome is Outcome.CORRECT, result.message
+    assert not result.worker_recycled  # stray processes are killed; the worker itself stays
+    child = json.loads(pid_file.read_text())["child"]
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and (
+        process_state(child) not in (None, "Z") or live_processes_with_argv(orphan_argv)
+    ):
+        time.sleep(0.1)
+    assert process_state(child) in (None, "Z"), "the candidate's child survived the job"
+    assert live_processes_with_argv(child_argv) == []
+    assert live_processes_with_argv(orphan_argv) == [], "the candidate's orphaned grandchild survived the job"
+
+
+@pytest.mark.timeout(120)
+def test_the_job_temp_dir_is_removed(pool, relu_code, tmp_path):
+    report = tmp_path / "cwd.txt"
+    extra = f"""
+        if self.calls == 1:
+            with open("scratch.bin", "wb") as f:
+                f.write(b"x" * 1000)
+            with open({str(report)!r}, "w") as f:
+                f.write(os.getcwd())
+    """
+    result = pool.evaluate(make_job(relu_code(header="import os", extra=extra)))
+    assert result.outcome is Outcome.CORRECT, result.message
+    workdir = Path(report.read_text())
+    assert workdir.name.startswith("job_")
+    assert not workdir.exists(), "the per-job directory was left behind"
+    worker_root = workdir.parent
+    assert worker_root.is_dir(), "the worker (and its root) should still be alive"
+    assert list(worker_root.glob("job_*")) == []
+
+
+@pytest.mark.timeout(120)
+def test_worker_environment_has_no_secrets(monkeypatch, relu_code, tmp_path):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-kernel-gym-test-secret")
+    monkeypatch.setenv("HF_TOKEN", "hf_kernel_gym_test_secret")
+    dump = tmp_path / "env.json"
+    extra = f"""
+        if self.calls == 1:
+            with open({str(dump)!r}, "w") as f:
+                json.dump(dict(os.environ), f)
+    """
+    pool = WorkerPool("cpu", 1)
+    try:
+        result = pool.evaluate(make_job(relu_code(header="import json\nimport os", extra=extra)))
+        assert result.outcome is Outcome.CORRECT, result.message
+        seen = json.loads(dump.read_text())
+        assert "OPENAI_API_KEY" not in seen and "HF_TOKEN" not in seen
+        assert not any("test-secret" in v or "test_secret" in v for v in seen.values())
+        assert seen["TRITON_INTERPRET"] == "1"  # what the worker needs does pass
+        assert seen["HOME"] == seen["TMPDIR"] != os.environ.get("HOME")
+    finally:
+        pool.close()
+    with pytest.raises(SandboxError, match="closed"):
+        pool.evaluate(make_job(relu_code()))
+
+
+@pytest.mark.timeout(120)
+def test_crash_output_is_only_this_jobs_output(pool, relu_code):
+    # the worker's output log is shared by its jobs: a crash report must not show an earlier candidate's prints
+    earlier = pool.evaluate(make_job(relu_code(extra="print('EARLIER_JOB_OUTPUT')")))
+    assert earlier.outcome is Outcome.CORRECT
+    crashed = pool.evaluate(
+        make_job(relu_code(header="import os", extra="print('THIS_JOB_OUTPUT', flush=True)\nos._exit(3)"))
+    )
+    assert crashed.outcome is Outcome.CRASH
+    assert "exited with code 3" in crashed.message
+    assert "THIS_JOB_OUTPUT" in crashed.message
+    assert "EARLIER_JOB_OUTPUT" not in crashed.message
