@@ -19,6 +19,7 @@ DYNAMIC_CHECKS: dict[str, str] = {
     "degenerate_output": "outputs must carry the reference's values, not pass a loose atol by being near zero",
     "uninitialized_output": "every output element must be written by the solution (outputs are NaN-filled before each call)",
     "input_distribution": "the solution must stay correct on rescaled inputs, not rely on the test inputs' small range",
+    "torch_compute": "PyTorch compute seen at the dispatcher during forward() must be allowed by the preset",
     "library_time": "on the GPU, the solution's own kernels must carry the work (profiler share of kernel time)",
     "precision_downcast": "outputs must keep the task's dtype contract (no fp16/bf16/tf32 on fp32 tasks)",
 }

@@ -22,6 +22,23 @@ _WATCHED_MODULES = ("torch", "torch.cuda", "torch.nn.functional", "time", "built
                     "kernel_gym.eval.runner", "kernel_gym.eval.integrity", "kernel_gym.eval.loading",
                     "kernel_gym.sandbox.worker", "kernel_gym.sandbox.protocol")
 _WATCHED_CLASSES = (torch.Tensor, torch.cuda.Event, torch.nn.Module, threading.Thread)
+# The harness's own classes, resolved when the snapshot is taken (their methods decide the verdict).
+_WATCHED_CLASS_NAMES = ("kernel_gym.eval.runner.JobRun", "kernel_gym.eval.result.EvalResult",
+                        "kernel_gym.eval.result.Timing", "kernel_gym.eval.result.Mismatch",
+                        "kernel_gym.eval.timing.CudaTimer", "kernel_gym.eval.timing.WallTimer",
+                        "kernel_gym.sandbox.protocol.Reader")
+
+
+def _watched_classes() -> list[type]:
+    """torch's and the harness's classes whose methods a candidate could replace to change a verdict."""
+    classes = list(_WATCHED_CLASSES)
+    classes += [c for c in vars(torch.nn).values() if isinstance(c, type) and issubclass(c, torch.nn.Module)]
+    for dotted in _WATCHED_CLASS_NAMES:
+        module_name, _, cls_name = dotted.rpartition(".")
+        cls = getattr(sys.modules.get(module_name), cls_name, None)
+        if isinstance(cls, type):
+            classes.append(cls)
+    return classes
 
 
 def _attrs(obj: Any) -> dict[str, int]:
@@ -50,6 +67,8 @@ def precision_flags() -> dict[str, Any]:
         "matmul.allow_fp16_reduced_precision_reduction": torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
         "matmul.allow_bf16_reduced_precision_reduction": torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
         "cudnn.benchmark": torch.backends.cudnn.benchmark,
+        "cudnn.enabled": torch.backends.cudnn.enabled,
+        "cudnn.deterministic": torch.backends.cudnn.deterministic,
         "deterministic": torch.are_deterministic_algorithms_enabled(),
     }
 
@@ -72,8 +91,9 @@ class Snapshot:
             module = sys.modules.get(name)
             if isinstance(module, types.ModuleType):
                 self.objects[name] = _attrs(module)
-        for cls in _WATCHED_CLASSES:
-            self.objects[f"{cls.__module__}.{cls.__qualname__}"] = _attrs(cls)
+        self.classes = {f"{cls.__module__}.{cls.__qualname__}": cls for cls in _watched_classes()}
+        for key, cls in self.classes.items():
+            self.objects[key] = _attrs(cls)
         self.module_ids = {name: id(sys.modules.get(name)) for name in self.objects if name in sys.modules}
         self.flags = precision_flags()
         self.perf_counter = time.perf_counter
@@ -81,10 +101,7 @@ class Snapshot:
     def _live(self, key: str) -> Any:
         if key in self.module_ids:
             return sys.modules.get(key)
-        for cls in _WATCHED_CLASSES:
-            if f"{cls.__module__}.{cls.__qualname__}" == key:
-                return cls
-        return None
+        return self.classes.get(key)
 
     def changes(self) -> list[str]:
         """Names of everything patched since the snapshot (empty when intact)."""

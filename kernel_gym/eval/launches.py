@@ -19,9 +19,10 @@ class LaunchState:
     count: int = 0
     ablate: bool = False  # when True, Triton launches return without running
     names: set[str] = field(default_factory=set)  # kernel names the candidate launched (for the profiler check)
+    in_launch: int = 0  # > 0 while a kernel launch runs (torch ops made by the launcher are not the candidate's)
 
     def reset(self) -> None:
-        self.count, self.ablate = 0, False
+        self.count, self.ablate, self.in_launch = 0, False, 0
         self.names.clear()
 
 
@@ -31,12 +32,19 @@ STATE = LaunchState()
 def _wrap_triton_run(original: Callable) -> Callable:
     @functools.wraps(original)
     def run(self, *args, grid, warmup, **kwargs):
-        if not warmup:
+        if warmup:
+            return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+        STATE.names.add(getattr(self, "__name__", None) or getattr(getattr(self, "fn", None), "__name__", "?"))
+        if STATE.ablate:
             STATE.count += 1
-            STATE.names.add(getattr(self, "__name__", None) or getattr(getattr(self, "fn", None), "__name__", "?"))
-            if STATE.ablate:
-                return None
-        return original(self, *args, grid=grid, warmup=warmup, **kwargs)
+            return None
+        STATE.in_launch += 1
+        try:
+            result = original(self, *args, grid=grid, warmup=warmup, **kwargs)
+        finally:
+            STATE.in_launch -= 1
+        STATE.count += 1  # only launches that succeeded count (a failing launch behind `except` is no kernel)
+        return result
 
     run.__kernel_gym_hook__ = True
     return run
@@ -63,8 +71,9 @@ def counted_extension(module: types.ModuleType) -> types.ModuleType:
 
 def _counted(fn: Callable) -> Callable:
     def call(*args: Any, **kwargs: Any) -> Any:
+        result = fn(*args, **kwargs)
         STATE.count += 1
-        return fn(*args, **kwargs)
+        return result
 
     call.__name__ = getattr(fn, "__name__", "extension_function")
     call.__doc__ = getattr(fn, "__doc__", None)

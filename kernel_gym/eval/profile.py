@@ -12,13 +12,20 @@ from typing import Any
 
 import torch
 
-# Minimum share of kernel time in the solution's own kernels, by anti-hack preset. `standard` and `permissive`
-# allow library GEMMs/convs, which can dominate legitimately (a 4096^3 GEMM dwarfs its fused epilogue).
-MIN_OWN_SHARE = {"strict": 0.5, "kevin-strict": 0.5, "standard": 0.02, "permissive": 0.02}
+# Minimum share of kernel time in the solution's own kernels, by anti-hack preset. Under `standard` and
+# `permissive` the library GEMM/convolution kernels they allow are left out of the total: a 4096^3 cuBLAS GEMM
+# legitimately dwarfs its fused epilogue, while a decoy beside a library elementwise op does not.
+MIN_OWN_SHARE = {"strict": 0.5, "kevin-strict": 0.5, "standard": 0.5, "permissive": 0.1}
+EXCLUDES_LIBRARY_GEMM = {"standard", "permissive"}
+_LIBRARY_GEMM = re.compile(r"gemm|xmma|cutlass|cublas|nvjet|conv|cudnn|winograd|fprop|dgrad|wgrad", re.I)
 
 
-def own_share(fn: Callable[[], Any], own_names: set[str]) -> tuple[float, float, list[str]]:
-    """Run fn under the profiler; (own share of kernel time, total kernel ms, top library kernel names)."""
+def own_share(fn: Callable[[], Any], own_names: set[str], exclude_library_gemm: bool = False
+              ) -> tuple[float, float, list[str]]:
+    """Run fn under the profiler; (own share of kernel time, total kernel ms, top library kernel names).
+
+    With exclude_library_gemm, library GEMM/convolution kernels (cuBLAS, cuBLASLt, CUTLASS, cuDNN) are not counted.
+    """
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
@@ -33,8 +40,11 @@ def own_share(fn: Callable[[], Any], own_names: set[str]) -> tuple[float, float,
         if name.startswith(("Memcpy", "Memset", "[memory]")):
             continue
         us = float(getattr(event, "device_time", None) or getattr(event, "cuda_time", 0.0) or 0.0)
+        mine = any(n and n in name for n in own_names)
+        if not mine and exclude_library_gemm and _LIBRARY_GEMM.search(name):
+            continue
         total += us
-        if any(n and n in name for n in own_names):
+        if mine:
             own += us
         else:
             library[name] = library.get(name, 0.0) + us

@@ -29,12 +29,26 @@ from kernel_gym.eval.result import EvalResult, Outcome, Timing
 from kernel_gym.eval.timing import cv, make_timer, median, timer_disagrees
 
 
+def _fingerprint(model: torch.nn.Module) -> tuple:
+    """Identity of a model's code and a checksum of its parameters: any change means someone tampered with it."""
+    code = tuple((id(type(m)), id(getattr(type(m).forward, "__code__", None)), "forward" in vars(m),
+                  "__call__" in vars(m), "_forward_hooks" in vars(m) and bool(m._forward_hooks),
+                  bool(getattr(m, "_forward_pre_hooks", None))) for m in model.modules())
+    with torch.no_grad():
+        weights = tuple(float(p.detach().double().abs().sum()) for p in model.parameters())
+    return code, weights
+
+
 class Stop(Exception):
     """Ends the pipeline early with a finished result."""
 
     def __init__(self, outcome: Outcome, message: str, **fields: Any):
         super().__init__(message)
         self.outcome, self.message, self.fields = outcome, message, fields
+
+
+_LOW = (torch.float16, torch.bfloat16)
+_HIGH = (torch.float32, torch.float64)
 
 
 def _to_device(values: list[Any], device: torch.device) -> list[Any]:
@@ -59,6 +73,7 @@ class JobRun:
         self.stage = "compile"
         self.out_bytes = 1 << 20
         self.signals: dict[str, float] = {}
+        self.fingerprints: dict[int, tuple] = {}  # reference model id -> its fingerprint when built
 
     # ---- helpers -------------------------------------------------------------------------------------
     def seed_for(self, i: int) -> int:
@@ -79,16 +94,22 @@ class JobRun:
         init = list(ref_module.get_init_inputs())
         torch.manual_seed(self.cfg.seed)
         ref = ref_module.Model(*init).to(self.device).eval()
+        self.fingerprints[id(ref)] = _fingerprint(ref)
+        threads = set(threading.enumerate())
         torch.manual_seed(self.cfg.seed)
         cand = cand_module.ModelNew(*init)
         if not isinstance(cand, torch.nn.Module):
             raise Stop(Outcome.RUNTIME_ERROR, "ModelNew must be a torch.nn.Module subclass")
-        return ref, cand.to(self.device).eval()
+        cand = cand.to(self.device).eval()
+        if any(t not in threads and t.is_alive() for t in threading.enumerate()):
+            raise Hack("background_thread", "constructing ModelNew started a thread; do all work inside forward()")
+        return ref, cand
 
     def poison(self) -> None:
         """Fill memory the allocator will hand out next with NaN bytes (0xFF.. is NaN in every float type)."""
         if self.device.type == "cuda":
             torch.empty(self.out_bytes, dtype=torch.uint8, device=self.device).fill_(0xFF)
+            torch.cuda.synchronize()  # finished before candidate code runs, on whatever stream it uses
 
     def call_candidate(self, model: torch.nn.Module, inputs: list[Any], timer: Any = None) -> tuple[Any, int, Any]:
         """Run the candidate once (timed when a timer is given) and apply the per-call dynamic checks.
@@ -121,6 +142,8 @@ class JobRun:
 
     def reference(self, model: torch.nn.Module, inputs: list[Any], timer: Any = None) -> tuple[Any, Any]:
         """Run the reference the same way as the candidate; returns (output, timing sample or None)."""
+        if _fingerprint(model) != self.fingerprints.get(id(model)):
+            raise Hack("harness_tampering", "the reference model was modified (its forward, class or parameters)")
         with torch.no_grad():
             if timer is not None:
                 sample, out = timer.time(lambda: model(*inputs))
@@ -155,6 +178,7 @@ class JobRun:
             raise Hack("background_thread", "importing the solution started a thread; do all work inside forward()")
         self.check_harness()
         self.stage = "first_call"  # from here, only Triton JIT and build failures count as compile errors
+        self.progress("first_call")  # the env now applies the run timeout
         self.ref_model, self.cand_model = self.build(self.ref_module, self.cand_module)
         inputs = self.inputs(self.ref_module, self.seed_for(-1))
         self.poison()
@@ -197,6 +221,10 @@ class JobRun:
     def judge(self, out: Any, expected: Any, where: str = "") -> Any:
         """Compare outputs; degenerate or never-written outputs are hacks, other differences a mismatch."""
         mismatch = compare.compare_outputs(out, expected, self.atol, self.rtol, self.cfg.max_rel_l2)
+        if mismatch is not None and mismatch.kind == "structure":
+            for g, e in zip(compare.flatten_outputs(out), compare.flatten_outputs(expected)):
+                if isinstance(g, torch.Tensor) and isinstance(e, torch.Tensor) and g.dtype in _LOW and e.dtype in _HIGH:
+                    raise Hack("precision_downcast", f"{where}an output is {g.dtype} where the task's is {e.dtype}")
         if mismatch is not None and mismatch.kind == "degenerate":
             raise Hack("degenerate_output", where + (mismatch.where or ""))
         if mismatch is not None and mismatch.kind == "nan" and self.device.type == "cuda":
@@ -215,12 +243,26 @@ class JobRun:
         if bad:
             raise Stop(Outcome.MISMATCH, self.mismatch_text(bad[0][1]), mismatch=bad[0][1])
         self.distribution()
+        self.audit_ops()
         if self.job.backend == "triton":
             self.ablation()
         if self.device.type == "cuda":
             self.kernel_share()
         if self.cfg.check_alt_shape and self.job.alt_sizes:
             self.alt_shape()
+
+    def audit_ops(self) -> None:
+        """Watch the dispatcher during one call: PyTorch compute the preset forbids is `torch_compute`."""
+        from kernel_gym.eval.op_audit import audit, forbidden
+
+        inputs = self.inputs(self.ref_module, self.seed_for(7_000))
+        with torch.no_grad():
+            _, ops = audit(lambda: self.cand_model(*inputs))
+        self.sync()
+        bad = forbidden(ops, self.cfg.checks)
+        if bad:
+            raise Hack("torch_compute", f"forward() ran PyTorch compute ({', '.join(f'aten.{b}' for b in bad[:6])}) "
+                       f"that checks={self.cfg.checks!r} does not allow; compute it in your own kernels")
 
     def distribution(self) -> None:
         """One trial with floating inputs scaled by 16: shortcuts that only hold for small randn values fail."""
@@ -231,12 +273,13 @@ class JobRun:
 
     def kernel_share(self) -> None:
         """On cuda: most GPU time must be in the solution's own kernels (profiler), by preset."""
-        from kernel_gym.eval.profile import MIN_OWN_SHARE, own_share
+        from kernel_gym.eval.profile import EXCLUDES_LIBRARY_GEMM, MIN_OWN_SHARE, own_share
 
         inputs = self.inputs(self.ref_module, self.seed_for(6_000))
         names = set(launches.STATE.names) | set(cuda.KERNEL_NAMES)
         with torch.no_grad():
-            share, total_ms, top = own_share(lambda: self.cand_model(*inputs), names)
+            share, total_ms, top = own_share(lambda: self.cand_model(*inputs), names,
+                                             exclude_library_gemm=self.cfg.checks in EXCLUDES_LIBRARY_GEMM)
         self.signals["own_kernel_time_share"] = round(share, 4)
         self.signals["profiled_kernel_ms"] = round(total_ms, 4)
         need = MIN_OWN_SHARE.get(self.cfg.checks, 0.5)

@@ -143,10 +143,26 @@ class Worker:
                 raise SandboxError("the evaluation harness failed (not the solution):\n" + message["internal_error"])
             self.jobs_done += 1
             result = EvalResult.from_dict(message["result"])
+            forged = self._confirm(deadline=time.monotonic() + 60)
+            if forged:
+                self.kill()
+                return self._tampered(job, forged), False
             if message.get("recycle"):
                 self.kill()
                 return result.replace(worker_recycled=True), False
             return result, True
+
+    def _confirm(self, deadline: float) -> str | None:
+        """Ping the worker after a result: the next message must be the pong, or the result was forged."""
+        token = secrets.token_hex(8)
+        try:
+            protocol.send(self.job_fd, {"ping": token})
+            reply = self.reader.receive(deadline)
+        except (protocol.ChannelClosed, protocol.ChannelTimeout, ValueError, OSError) as e:
+            return f"the worker did not confirm its result ({type(e).__name__})"
+        if reply.get("pong") != token:
+            return "a result arrived while the evaluation was still running (forged by the solution)"
+        return None
 
     def _death(self, job: EvalJob, stage: str) -> EvalResult:
         try:

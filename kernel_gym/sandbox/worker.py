@@ -101,6 +101,12 @@ def serve(in_fd: int, out_fd: int, device: str, root: Path, memory_limit_gb: flo
         leftover = [t for t in threading.enumerate() if t not in threads and t.is_alive()]
         recycle = poisoned or bool(leftover) or bool(snapshot.changes())
         protocol.send(out_fd, {"nonce": nonce, "result": result.to_dict(), "recycle": recycle})
+        # The env answers every result with a ping: a pong proves this loop, not candidate code, sent the result.
+        try:
+            ping = reader.receive(deadline=None)
+        except protocol.ChannelClosed:
+            return
+        protocol.send(out_fd, {"pong": ping.get("ping")})
         if recycle:
             os._exit(0)
 

@@ -35,7 +35,11 @@ BUILTINS = {"eval": "evaluates code", "exec": "runs code", "compile": "compiles 
             "exit": "ends the process", "quit": "ends the process", "input": "reads stdin"}
 DUNDERS = {"__globals__", "__code__", "__closure__", "__builtins__", "__subclasses__", "__mro__",
            "__bases__", "__base__", "f_back", "f_locals", "f_globals", "f_code", "f_builtins", "tb_frame",
-           "gi_frame", "cr_frame", "ag_frame", "__dict__", "__loader__", "__spec__"}
+           "gi_frame", "cr_frame", "ag_frame", "__dict__", "__loader__", "__spec__", "_getframe",
+           "_current_frames", "settrace", "setprofile", "tb_next", "__self__", "__func__", "cell_contents"}
+# A module reached as an attribute of another (`torch.sys`, `np.os`) is the real module: same rule as importing it.
+MODULE_ATTRS = {"sys", "os", "gc", "inspect", "ctypes", "importlib", "builtins", "subprocess", "threading",
+                "_thread", "multiprocessing", "signal", "socket", "pickle", "marshal", "traceback", "posix"}
 CPP_BANNED = re.compile(r"\b(?:std::)?(?:getenv|setenv|putenv|dlopen|dlsym|mprotect|ptrace|system|popen|fork|"
                         r"execv\w*|execl\w*|kill|raise|_exit|quick_exit|fopen|freopen|remove|unlink|dup2|"
                         r"pthread_kill)\s*\(|\bexit\s*\(\s*(?:0|EXIT_SUCCESS)\s*\)")
@@ -63,6 +67,9 @@ def check(ctx: Context):
     C++ sources no getenv/dlsym/mprotect/system/fork/kill/fopen or ``exit(0)``."""
     defined = _defined_names(ctx)
     for node in ast.walk(ctx.tree):
+        if isinstance(node, ast.Attribute) and node.attr in MODULE_ATTRS:
+            yield violation(NAME, node, f"`{ast.unparse(node)}` is the `{node.attr}` module reached through "
+                            f"another module. {FIX}")
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
             for mod in mods:
@@ -89,8 +96,12 @@ def check(ctx: Context):
             name = node.func.id
             if name in BUILTINS and name not in defined and name not in ctx.names.aliases:
                 yield violation(NAME, node, f"the builtin `{name}()` {BUILTINS[name]}. {FIX}")
+            if name in ("getattr", "setattr", "hasattr", "delattr") and len(node.args) >= 2 and isinstance(
+                    node.args[1], (ast.BinOp, ast.JoinedStr)):
+                yield violation(NAME, node, f"`{name}` with a computed attribute name hides what it reaches. {FIX}")
             if name in ("getattr", "setattr", "hasattr", "delattr") and len(node.args) >= 2 and \
-                    isinstance(node.args[1], ast.Constant) and node.args[1].value in DUNDERS:
+                    isinstance(node.args[1], ast.Constant) and (node.args[1].value in DUNDERS
+                                                                or node.args[1].value in MODULE_ATTRS):
                 yield violation(NAME, node, f"`{name}(..., {node.args[1].value!r})` reaches interpreter "
                                 f"internals. {FIX}")
     for text, first in ctx.cpp:

@@ -1,0 +1,65 @@
+"""Which PyTorch compute a candidate's forward runs, seen at the dispatcher (works on cpu and cuda).
+
+The static `library_op` rule reads the source; this audit watches what actually executes, so compute hidden from
+the AST (tensor operators such as `y * (y > 0)`, functions reached through aliases) is seen too. Ops made by a
+kernel launcher itself (the Triton interpreter copies tensors) are not the candidate's and are ignored.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from kernel_gym.eval import launches
+
+# Allocation, views, copies, metadata and fills: what a solution may do around its kernels in every preset.
+ALLOWED = frozenset("""
+empty empty_like empty_strided new_empty new_empty_strided zeros zeros_like ones ones_like full full_like
+new_zeros new_ones new_full fill fill_ zero zero_ arange scalar_tensor lift_fresh lift_fresh_copy
+view _unsafe_view view_as reshape _reshape_alias as_strided as_strided_ expand expand_as permute transpose
+transpose_ t t_ squeeze squeeze_ unsqueeze unsqueeze_ flatten unflatten slice select split split_with_sizes
+chunk unbind narrow movedim alias detach detach_ clone contiguous copy copy_ _to_copy to _copy_from
+_copy_from_and_resize resize_ set_ _local_scalar_dense item sym_size sym_stride sym_numel sym_storage_offset
+is_same_size is_nonzero _has_compatible_shallow_copy_type dim size stride numel _version record_stream
+""".split())
+# The heavy library ops the `standard` preset lets a solution keep.
+LIBRARY_GEMM = frozenset("""
+mm addmm bmm baddbmm matmul linear _addmm_activation convolution _convolution conv1d conv2d conv3d
+cudnn_convolution convolution_overrideable conv_transpose1d conv_transpose2d conv_transpose3d
+cudnn_convolution_transpose mkldnn_convolution _mkldnn_convolution _convolution_mode _slow_conv2d_forward
+slow_conv3d_forward thnn_conv2d slow_conv_transpose2d slow_conv_transpose3d mv dot einsum
+""".split())
+# Which ops each anti-hack preset tolerates in a candidate's forward (None: any).
+TOLERATED = {"strict": ALLOWED, "kevin-strict": ALLOWED, "standard": ALLOWED | LIBRARY_GEMM, "permissive": None}
+
+
+class OpAudit(TorchDispatchMode):
+    """Records the name of every aten op the candidate itself dispatches."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: dict[str, int] = {}
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        if launches.STATE.in_launch == 0:
+            name = func.overloadpacket.__name__
+            self.ops[name] = self.ops.get(name, 0) + 1
+        return func(*args, **(kwargs or {}))
+
+
+def audit(fn: Callable[[], Any]) -> tuple[Any, dict[str, int]]:
+    """Run fn with the audit on; returns (fn's result, {op name: count})."""
+    mode = OpAudit()
+    with mode:
+        out = fn()
+    return out, mode.ops
+
+
+def forbidden(ops: dict[str, int], preset: str) -> list[str]:
+    """The ops that the preset does not tolerate, most frequent first."""
+    tolerated = TOLERATED.get(preset, ALLOWED)
+    if tolerated is None:
+        return []
+    bad = [name for name in ops if name not in tolerated and name.rstrip("_") not in tolerated]
+    return sorted(bad, key=lambda n: -ops[n])
