@@ -171,6 +171,17 @@ def test_exception_in_the_first_forward_call_is_a_runtime_error(make_env, respon
 
 
 @pytest.mark.timeout(90)
+def test_huge_allocation_is_oom_and_the_next_step_works(make_env, respond, relu_code, solution):
+    env = make_env(max_turns=2)
+    env.reset(seed=0)
+    extra = "scratch = torch.empty(1 << 50, dtype=torch.uint8)"  # a petabyte: the allocator refuses at once
+    _, reward, _, info = step(env, respond(relu_code(extra=extra)), turn=1)
+    assert info["error"] == "oom" and reward == 0.0, info["feedback"]
+    assert "OUT OF MEMORY" in info["feedback"]
+    _, _, _, info = step(env, respond(solution("level1/relu")), turn=2)
+    assert info["correct"], info["feedback"]
+
+
 def test_infinite_loop_times_out_and_the_next_step_works(make_env, respond, relu_code, solution):
     env = make_env(max_turns=3, compile_timeout_s=5, run_timeout_s=5)
     env.reset(seed=0)

@@ -39,7 +39,9 @@ def classify(exc: BaseException, stage: str) -> tuple[Outcome, bool]:
 
     name = type(exc).__name__
     text = f"{name}: {exc}"
-    if isinstance(exc, (torch.OutOfMemoryError, MemoryError)) or "out of memory" in text.lower():
+    lowered = text.lower()
+    if isinstance(exc, (torch.OutOfMemoryError, MemoryError)) or any(
+            m in lowered for m in ("out of memory", "can't allocate memory", "cannot allocate memory")):
         return Outcome.OOM, False
     if any(m in text for m in _POISON_MARKERS):
         return Outcome.CRASH, True

@@ -7,7 +7,8 @@ kernel launcher itself (the Triton interpreter copies tensors) are not the candi
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from torch.utils._python_dispatch import TorchDispatchMode
 

@@ -7,6 +7,7 @@ kernels carry almost none of the GPU time is a decoy or a library call behind a 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
