@@ -127,11 +127,25 @@ def main(argv: list[str] | None = None) -> int:
     sm.add_argument("--gamma", type=float, default=None, help="recompute returns with this gamma")
     sm.add_argument("--mode", default=None, choices=("sum", "max"), help="recompute returns with this aggregation")
     sm.add_argument("--chat", action="store_true", help="chat messages (user prompt, assistant response)")
+    _register_plugins(sub)
     args = parser.parse_args(argv)
     import logging
 
     logging.basicConfig(level=logging.WARNING)
+    if getattr(args, "func", None) is not None:
+        return args.func(args)
     return {"demo": _demo, "tasks": _tasks, "eval": _eval, "samples": _samples}[args.command](args)
+
+
+def _register_plugins(sub: argparse._SubParsersAction) -> None:
+    """Sub-commands living in kernel_gym/commands/ (each module's `register(sub)`)."""
+    import importlib
+    import pkgutil
+
+    import kernel_gym.commands as commands
+
+    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
+        importlib.import_module(f"kernel_gym.commands.{info.name}").register(sub)
 
 
 if __name__ == "__main__":
