@@ -125,6 +125,11 @@ class Snapshot:
             found.append("a __torch_function__ mode is active")
         if torch._C._len_torch_dispatch_stack() > 0:
             found.append("a __torch_dispatch__ mode is active")
+        module_hooks = torch.nn.modules.module
+        for name in ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
+                     "_global_backward_pre_hooks", "_global_forward_hooks_always_called"):
+            if getattr(module_hooks, name, None):
+                found.append(f"a global module hook is registered ({name})")
         flags = precision_flags()
         found.extend(f"torch flag {k} changed to {flags[k]!r}" for k in flags if flags[k] != self.flags[k])
         return found[:20]

@@ -23,6 +23,10 @@ transpose_ t t_ squeeze squeeze_ unsqueeze unsqueeze_ flatten unflatten slice se
 chunk unbind narrow movedim alias detach detach_ clone contiguous copy copy_ _to_copy to _copy_from
 _copy_from_and_resize resize_ set_ _local_scalar_dense item sym_size sym_stride sym_numel sym_storage_offset
 is_same_size is_nonzero _has_compatible_shallow_copy_type dim size stride numel _version record_stream
+unfold diagonal view_as_real view_as_complex narrow_copy unsafe_split unsafe_split_with_sizes unsafe_chunk
+empty_permuted resize_as_ is_pinned _reshape_copy view_copy as_strided_copy expand_copy permute_copy
+transpose_copy t_copy squeeze_copy unsqueeze_copy slice_copy select_copy split_copy unbind_copy
+diagonal_copy unfold_copy alias_copy detach_copy _unsafe_view_copy is_contiguous is_complex is_floating_point
 """.split())
 # The heavy library ops the `standard` preset lets a solution keep.
 LIBRARY_GEMM = frozenset("""

@@ -29,14 +29,31 @@ from kernel_gym.eval.result import EvalResult, Outcome, Timing
 from kernel_gym.eval.timing import cv, make_timer, median, timer_disagrees
 
 
+def _checksum(t: torch.Tensor) -> tuple[float, float]:
+    """Two sums of a tensor: of |x|, and of x weighted by position (so permutations and sign flips show)."""
+    flat = t.detach().reshape(-1).double()
+    weights = torch.linspace(1.0, 2.0, flat.numel(), dtype=torch.float64, device=flat.device)
+    return float(flat.abs().sum()), float((flat * weights).sum())
+
+
+def _global_hooks() -> int:
+    """Hooks registered for *every* module (torch.nn.modules.module.register_module_*_hook)."""
+    m = torch.nn.modules.module
+    names = ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks",
+             "_global_backward_pre_hooks", "_global_forward_hooks_always_called", "_global_module_registration_hooks",
+             "_global_parameter_registration_hooks", "_global_buffer_registration_hooks")
+    return sum(len(getattr(m, n, {}) or {}) for n in names)
+
+
 def _fingerprint(model: torch.nn.Module) -> tuple:
-    """Identity of a model's code and a checksum of its parameters: any change means someone tampered with it."""
+    """Identity of a model's code, hooks, mode and a checksum of its parameters and buffers: any change means
+    someone tampered with it."""
     code = tuple((id(type(m)), id(getattr(type(m).forward, "__code__", None)), "forward" in vars(m),
-                  "__call__" in vars(m), "_forward_hooks" in vars(m) and bool(m._forward_hooks),
-                  bool(getattr(m, "_forward_pre_hooks", None))) for m in model.modules())
+                  "__call__" in vars(m), bool(getattr(m, "_forward_hooks", None)),
+                  bool(getattr(m, "_forward_pre_hooks", None)), m.training) for m in model.modules())
     with torch.no_grad():
-        weights = tuple(float(p.detach().double().abs().sum()) for p in model.parameters())
-    return code, weights
+        state = tuple(_checksum(t) for t in (*model.parameters(), *model.buffers()))
+    return code, state, _global_hooks()
 
 
 class Stop(Exception):
@@ -223,7 +240,8 @@ class JobRun:
         mismatch = compare.compare_outputs(out, expected, self.atol, self.rtol, self.cfg.max_rel_l2)
         if mismatch is not None and mismatch.kind == "structure":
             for g, e in zip(compare.flatten_outputs(out), compare.flatten_outputs(expected)):
-                if isinstance(g, torch.Tensor) and isinstance(e, torch.Tensor) and g.dtype in _LOW and e.dtype in _HIGH:
+                if isinstance(g, torch.Tensor) and isinstance(e, torch.Tensor) and g.dtype in _LOW and e.dtype in _HIGH \
+                        and not self.job.allow_precision:
                     raise Hack("precision_downcast", f"{where}an output is {g.dtype} where the task's is {e.dtype}")
         if mismatch is not None and mismatch.kind == "degenerate":
             raise Hack("degenerate_output", where + (mismatch.where or ""))

@@ -46,6 +46,17 @@ CPP_BANNED = re.compile(r"\b(?:std::)?(?:getenv|setenv|putenv|dlopen|dlsym|mprot
 FIX = "A solution may only compute its outputs from its inputs and parameters; remove it."
 
 
+def _obfuscated(name: ast.expr) -> bool:
+    """An attribute name built at run time from string pieces: concatenation, f-strings, join/format/replace,
+    or a slice of a literal (`"sysx"[:3]`). `str(x.dtype).split(".")[-1]` (dtype lookup) is not."""
+    if isinstance(name, (ast.BinOp, ast.JoinedStr)):
+        return True
+    if isinstance(name, ast.Call) and isinstance(name.func, ast.Attribute) and name.func.attr in (
+            "join", "format", "replace", "lower", "upper", "strip", "lstrip", "rstrip", "decode", "swapcase"):
+        return True
+    return isinstance(name, ast.Subscript) and isinstance(name.value, ast.Constant) and isinstance(name.value.value, str)
+
+
 def _defined_names(ctx: Context) -> set[str]:
     out = set(ctx.functions) | set(ctx.classes) | set(ctx.jit)
     for n in ast.walk(ctx.tree):
@@ -70,6 +81,11 @@ def check(ctx: Context):
         if isinstance(node, ast.Attribute) and node.attr in MODULE_ATTRS:
             yield violation(NAME, node, f"`{ast.unparse(node)}` is the `{node.attr}` module reached through "
                             f"another module. {FIX}")
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                if alias.name in MODULE_ATTRS:
+                    yield violation(NAME, node, f"`from {node.module} import {alias.name}` is the `{alias.name}` "
+                                    f"module reached through another module. {FIX}")
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             mods = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
             for mod in mods:
@@ -96,14 +112,15 @@ def check(ctx: Context):
             name = node.func.id
             if name in BUILTINS and name not in defined and name not in ctx.names.aliases:
                 yield violation(NAME, node, f"the builtin `{name}()` {BUILTINS[name]}. {FIX}")
-            if name in ("getattr", "setattr", "hasattr", "delattr") and len(node.args) >= 2 and isinstance(
-                    node.args[1], (ast.BinOp, ast.JoinedStr)):
+            if name in ("getattr", "setattr", "hasattr", "delattr") and len(node.args) >= 2 and _obfuscated(node.args[1]):
                 yield violation(NAME, node, f"`{name}` with a computed attribute name hides what it reaches. {FIX}")
             if name in ("getattr", "setattr", "hasattr", "delattr") and len(node.args) >= 2 and \
                     isinstance(node.args[1], ast.Constant) and (node.args[1].value in DUNDERS
                                                                 or node.args[1].value in MODULE_ATTRS):
                 yield violation(NAME, node, f"`{name}(..., {node.args[1].value!r})` reaches interpreter "
                                 f"internals. {FIX}")
+        if isinstance(node, ast.Call) and (ctx.resolve(node.func) or "").endswith(("attrgetter", "methodcaller")):
+            yield violation(NAME, node, f"`{ast.unparse(node.func)}` reaches attributes by name. {FIX}")
     for text, first in ctx.cpp:
         for hit, line in cpp.search(CPP_BANNED, text, first):
             yield violation(NAME, line, f"`{hit.strip()}` in the C++ source reaches the process, files "

@@ -14,7 +14,9 @@ RNG = ("torch.manual_seed", "torch.seed", "torch.set_rng_state", "torch.random."
        "torch.set_default_tensor_type", "torch.set_flush_denormal", "torch.set_printoptions",
        "torch._C", "torch.overrides", "torch.library.Library", "torch.library.impl",
        "torch.library.register_kernel", "torch.library.register_torch_dispatch",
-       "torch.utils._python_dispatch", "torch.Tensor._make_subclass", "torch.Tensor._make_wrapper_subclass")
+       "torch.utils._python_dispatch", "torch.Tensor._make_subclass", "torch.Tensor._make_wrapper_subclass",
+       "torch.nn.modules.module.register_module_", "torch.nn.module.register_module_",
+       "torch.nn.modules.module._global_", "torch.autograd.graph.register_", "torch._dynamo")
 PATCH_MODULES = ("unittest.mock", "mock", "pytest", "kernel_gym", "builtins", "__builtin__")
 FIX = "Remove it: the solution may only define kernels and ModelNew; global state is pinned by the harness."
 

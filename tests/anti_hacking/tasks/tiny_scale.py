@@ -1,0 +1,28 @@
+"""A task whose outputs are tiny (~1e-6): y = x * 1e-6. All zeros pass an elementwise atol of 1e-4 here."""
+import torch
+import torch.nn as nn
+
+batch_size = 4096
+dim = 4096
+
+KERNEL_GYM = {
+    "cpu": {"batch_size": 16, "dim": 256},
+    "alt": {"batch_size": 23, "dim": 301},
+    "dtype": "float32",
+}
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * 1e-6
+
+
+def get_inputs():
+    return [torch.randn(batch_size, dim)]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,90 @@
+"""The defenses that only exist on cuda, each against its attack (static rules bypassed: jobs go straight to a
+cuda WorkerPool), plus the genuine solutions on cuda (no false rejection by NaN poisoning or the profiler check).
+
+- NaN poisoning of freed device memory -> `uninitialized_output` (stale output, partial write, lucky zeros, NaN)
+- profiler share of GPU time in the solution's own kernels -> `library_time` (decoys the ablation cannot see)
+- whole-device synchronize inside the timed interval -> a side stream buys no speedup
+- host clock around the same interval as the events -> `timer_tampering`
+- and, on cuda too, the op audit (`torch_compute`, which runs before the ablation and the profiler check), launch
+  counting of failed launches (`no_custom_kernel`) and the output dtype (`precision_downcast`)
+
+The attack table is GPU_ATTACKS in ah_helpers.py (test_attacks.py checks every cuda-only check has an attack).
+
+Run with `pytest -m gpu tests/anti_hacking` on a machine with an NVIDIA GPU (skipped elsewhere).
+"""
+
+from __future__ import annotations
+
+import pytest
+from ah_helpers import ATTACKS, GENUINE, GPU_ATTACKS, SOLUTIONS, make_job
+
+from kernel_gym.eval.result import Outcome
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.fixture(scope="module")
+def cuda_pool():
+    from kernel_gym.sandbox import WorkerPool
+
+    pool = WorkerPool("cuda")
+    pool.warm_up()
+    yield pool
+    pool.close()
+
+
+def run(pool, code: str, task: str = "level1/relu", **config):
+    return pool.evaluate(make_job(code, task, device="cuda", **config))
+
+
+def attack(name: str) -> str:
+    return (ATTACKS / name).read_text()
+
+
+@pytest.mark.parametrize("name", sorted(GPU_ATTACKS), ids=lambda n: n[:-3])
+def test_gpu_attack_caught(cuda_pool, name):
+    wanted, config = GPU_ATTACKS[name]
+    result = run(cuda_pool, attack(name), **config)
+    where = f"{name} on cuda: {result.outcome.value} {result.hacks} {result.message[:400]}"
+    assert not result.correct, where
+    assert result.outcome is Outcome.REJECTED, where
+    assert wanted & set(result.hacks), where
+
+
+def test_side_stream_buys_no_speedup(cuda_pool):
+    """Class 13: the same ReLU kernel launched on a private stream is timed like the genuine one, because the
+    timer synchronizes the whole device inside the interval (events on the default stream alone read ~0)."""
+    genuine = run(cuda_pool, (SOLUTIONS / "level1_relu.py").read_text())
+    side = run(cuda_pool, attack("13_side_stream.py"))
+    assert genuine.outcome is Outcome.CORRECT, genuine.message
+    assert side.outcome is Outcome.CORRECT, side.message  # nothing wrong with its values
+    # same kernel (BLOCK=1024 vs 4096 aside): the side-stream version must not look much faster
+    assert side.timing.runtime_ms > 0.7 * genuine.timing.runtime_ms, (side.timing, genuine.timing)
+    assert side.timing.speedup < 1.5 * genuine.timing.speedup
+
+
+PROJECT = sorted(SOLUTIONS.glob("level*.py"))
+GENUINE_GPU = {
+    "relu_views_empty.py": ("level1/relu", "strict"),
+    "relu_zeros_positive_store.py": ("level1/relu", "strict"),
+    "relu_inplace_on_clone.py": ("level1/relu", "strict"),
+    "softmax_two_kernels.py": ("level1/softmax", "strict"),
+    "gemm_bias_gelu_linear_params.py": ("level2/gemm_bias_gelu", "strict"),
+    "gemm_relu_cached_weight_prep.py": ("level2/gemm_relu", "strict"),
+    # a cuBLAS GEMM of 2048x4096x4096 next to an elementwise epilogue: the epilogue's share of GPU time is ~1%
+    "gemm_relu_library_gemm_standard.py": ("level2/gemm_relu", "standard"),
+}
+
+
+@pytest.mark.parametrize("path", PROJECT, ids=lambda p: p.stem)
+def test_gpu_project_solution_accepted(cuda_pool, path):
+    task = path.stem.replace("_", "/", 1)
+    result = run(cuda_pool, path.read_text(), task, checks="strict")
+    assert result.outcome is Outcome.CORRECT and not result.hacks, f"{path.name}: {result.hacks} {result.message[:400]}"
+
+
+@pytest.mark.parametrize("name", sorted(GENUINE_GPU), ids=lambda n: n[:-3])
+def test_gpu_genuine_accepted(cuda_pool, name):
+    task, preset = GENUINE_GPU[name]
+    result = run(cuda_pool, (GENUINE / name).read_text(), task, checks=preset)
+    assert result.outcome is Outcome.CORRECT and not result.hacks, f"{name}: {result.hacks} {result.message[:400]}"
