@@ -31,7 +31,14 @@ def __getattr__(name: str):
         from kernel_gym.eval import result
 
         return getattr(result, name)
+    if name in _SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"kernel_gym.{name}")
     raise AttributeError(f"module 'kernel_gym' has no attribute {name!r}")
+
+
+_SUBMODULES = ("rollout", "metrics", "policies", "rewards", "tasks", "checks", "samples", "integrations")
 
 
 __all__ = ["KernelRefineEnv", "EvalJob", "EvalConfig", "EvalResult", "LocalEvaluator", "Outcome", "evaluate_many",

@@ -1,0 +1,271 @@
+"""Agent-evaluation metrics over trajectories: correctness, mean speedup, fast_p, best@k, per-turn curves, hack,
+format-error and Not-Okay rates. Pure functions of `Trajectory` values; docs/rollouts.md states every convention.
+
+Conventions (the value of an attempt is its speedup when correct, else 0):
+- `mean_speedup` (Kevin): per task the best value among its attempts within the budget (0 when none is correct),
+  averaged over tasks (arithmetic mean).
+- `fast_p` (KernelBench): the fraction of tasks with an attempt that is correct AND has speedup > p; `fast_0` is the
+  fraction of tasks with any correct attempt (a correct attempt's speedup is always positive).
+- `best@k`: the expected best value of k trajectories drawn without replacement from a task's n, with the unbiased
+  estimator `Σ_i v_(i)·C(i−1, k−1) / C(n, k)` over the sorted per-trajectory bests, averaged over tasks.
+- Rates (`correct`, `compiled`, `hack`, `format_error`, `not_okay`) are fractions of all attempts (responses).
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+DEFAULT_THRESHOLDS = (0.0, 0.5, 0.8, 1.0, 1.5, 2.0)
+"""The p of fast_p reported by default (KernelBench reports fast_0, fast_1 and fast_2; Dr. Kernel fast_1.2)."""
+
+OPENING_CHARS = 512
+"""How much of a response's start the garbage-opening check reads."""
+
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})[^\n]*$", re.MULTILINE)
+_REPEAT = re.compile(r"(.{1,64}?)\1{3,}", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One turn's outcome, as the metrics see it."""
+
+    turn: int
+    correct: bool
+    speedup: float | None = None
+    format_ok: bool = True
+    compiled: bool = False
+    hacks: tuple[str, ...] = ()
+    error: str | None = None
+    not_okay: str | None = None
+    """The Not-Okay reason of the response (see `not_okay_reason`), None when the response is well-formed."""
+    score: float = 0.0
+
+    @property
+    def value(self) -> float:
+        """Kevin's per-attempt speedup: the speedup when correct, else 0."""
+        return float(self.speedup or 0.0) if self.correct else 0.0
+
+    def fast(self, p: float) -> bool:
+        """KernelBench's fast_p event: correct and speedup > p (p = 0: correct)."""
+        return self.correct and (p <= 0 or float(self.speedup or 0.0) > p)
+
+    @classmethod
+    def from_info(cls, info: dict[str, Any], not_okay: str | None = None) -> Attempt:
+        """From an env step's `info`."""
+        return cls(turn=int(info.get("turn", 1)), correct=bool(info.get("correct")), speedup=info.get("speedup"),
+                   format_ok=bool(info.get("format_ok", True)), compiled=bool(info.get("compiled")),
+                   hacks=tuple(info.get("hacks") or ()), error=info.get("error"), not_okay=not_okay,
+                   score=float(info.get("score") or 0.0))
+
+
+@dataclass(frozen=True)
+class Trajectory:
+    """One trajectory of a configuration "KxT": up to T attempts at one task, in turn order."""
+
+    task: str
+    config: str
+    index: int
+    attempts: tuple[Attempt, ...]
+    turns: int = 0
+    """The planned number of turns (T); 0 means len(attempts)."""
+
+    @property
+    def complete(self) -> bool:
+        return len(self.attempts) >= (self.turns or len(self.attempts))
+
+    def best(self, turns: int | None = None) -> float:
+        """The best value among the first `turns` attempts (all by default); 0 when none is correct."""
+        return max((a.value for a in self.attempts[:turns]), default=0.0)
+
+
+@dataclass
+class ConfigMetrics:
+    """Every metric of one configuration (trajectories x turns) over its tasks."""
+
+    config: str
+    tasks: int
+    trajectories: int
+    attempts: int
+    rates: dict[str, float]
+    """Fractions of attempts: correct, compiled, hack, format_error, not_okay."""
+    solved: float
+    """Fraction of tasks with a correct attempt (= fast_0)."""
+    mean_speedup: float
+    """Kevin's mean over tasks of the best correct speedup (0 for a task never solved)."""
+    fast_p: dict[float, float]
+    best_at_k: dict[int, float]
+    """k trajectories -> mean over tasks of the expected best speedup."""
+    pass_at_k: dict[int, float]
+    """k trajectories -> mean over tasks of the probability that one of them is correct."""
+    turn_best: list[float]
+    """t -> mean over tasks of the best speedup over all trajectories within their first t turns."""
+    turn_mean: list[float]
+    """t -> mean over tasks and trajectories of a trajectory's best speedup within its first t turns."""
+    budget_curve: list[tuple[int, float]]
+    """(attempts per task = k·T, best@k) for k = 1..K: the configuration's curve at growing budget."""
+    not_okay_reasons: dict[str, int] = field(default_factory=dict)
+
+    def flat(self) -> dict[str, float]:
+        """Namespaced scalars, for a table or a logger."""
+        out = {f"rate/{k}": v for k, v in self.rates.items()}
+        out.update({"task/solved": self.solved, "task/mean_speedup": self.mean_speedup})
+        out.update({f"task/fast_{_p(p)}": v for p, v in self.fast_p.items()})
+        out.update({f"best@{k}": v for k, v in self.best_at_k.items()})
+        out.update({f"pass@{k}": v for k, v in self.pass_at_k.items()})
+        out.update({f"turn/best@{t + 1}": v for t, v in enumerate(self.turn_best)})
+        return out
+
+
+def _p(p: float) -> str:
+    return f"{p:g}"
+
+
+# ---- Not-Okay ---------------------------------------------------------------------------------------------------
+def not_okay_reason(response: object) -> str | None:
+    """Why a response is Not-Okay (its opening or structure is malformed), or None. The first that applies:
+
+    - `empty`: no text, or only whitespace.
+    - `garbage_opening`: the first 512 characters (after leading whitespace) are degenerate: a NUL, U+FFFD or more
+      than 1% other control characters, or a unit of 1-64 characters repeated back to back (4+ times) over at least
+      64 characters from the very start ("!!!!...", "the the the ...", one line over and over).
+    - `no_code_block`: no fenced code block.
+    - `unclosed_code_block`: the last code block never closes (typically cut at the token limit).
+    - `empty_code_block`: the last code block has no code.
+    - `unparseable`: the last code block is not valid Python (`ast.parse` fails).
+    """
+    if not isinstance(response, str) or not response.strip():
+        return "empty"
+    opening = response.lstrip()[:OPENING_CHARS]
+    if _garbage(opening):
+        return "garbage_opening"
+    block = _last_block(response)
+    if block is None:
+        return "no_code_block"
+    code, closed = block
+    if not closed:
+        return "unclosed_code_block"
+    if not code.strip():
+        return "empty_code_block"
+    try:
+        ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return "unparseable"
+    return None
+
+
+def _garbage(opening: str) -> bool:
+    if "\x00" in opening or "\ufffd" in opening:
+        return True
+    control = sum(1 for c in opening if ord(c) < 32 and c not in "\n\r\t")
+    if control > 0.01 * len(opening):
+        return True
+    m = _REPEAT.match(opening)
+    return m is not None and m.end() >= 64
+
+
+def _last_block(text: str) -> tuple[str, bool] | None:
+    """(code, closed) of the last fenced block; a fence closes with the same character and at least its length."""
+    opened, last = None, None
+    for m in _FENCE.finditer(text):
+        fence, rest = m.group(1), m.group(0).strip()[len(m.group(1)):]
+        if opened is None:
+            opened = (fence, m.end() + 1)
+        elif fence[0] == opened[0][0] and len(fence) >= len(opened[0]) and not rest.strip():
+            last, opened = (text[opened[1]:m.start()], True), None
+    if opened is not None:
+        return text[opened[1]:], False
+    return last
+
+
+# ---- per-task values ----------------------------------------------------------------------------------------------
+def by_task(trajectories: Iterable[Trajectory]) -> dict[str, list[Trajectory]]:
+    groups: dict[str, list[Trajectory]] = defaultdict(list)
+    for t in trajectories:
+        groups[t.task].append(t)
+    return dict(groups)
+
+
+def best_at_k(values: Sequence[float], k: int) -> float:
+    """Expected maximum of k values drawn without replacement from `values` (unbiased; exact for k = len)."""
+    n = len(values)
+    if not 1 <= k <= n:
+        raise ValueError(f"best@k needs 1 <= k <= n, got k={k}, n={n}")
+    ordered = sorted(values)
+    total = math.comb(n, k)
+    return sum(v * math.comb(i, k - 1) for i, v in enumerate(ordered) if i >= k - 1) / total
+
+
+def pass_at_k(correct: Sequence[bool], k: int) -> float:
+    """Probability that k draws without replacement include a correct one (Chen et al.'s unbiased pass@k)."""
+    return best_at_k([1.0 if c else 0.0 for c in correct], k)
+
+
+def mean_speedup(trajectories: Iterable[Trajectory]) -> float:
+    """Kevin's mean speedup: the mean over tasks of each task's best correct speedup (0 when never correct)."""
+    groups = by_task(trajectories)
+    return _mean(max(t.best() for t in trajs) for trajs in groups.values())
+
+
+def fast_p(trajectories: Iterable[Trajectory], p: float) -> float:
+    """KernelBench's fast_p: the fraction of tasks with an attempt that is correct and has speedup > p."""
+    groups = by_task(trajectories)
+    return _mean(float(any(a.fast(p) for t in trajs for a in t.attempts)) for trajs in groups.values())
+
+
+def turn_curves(trajectories: Iterable[Trajectory]) -> tuple[list[float], list[float]]:
+    """(best, mean) best-so-far curves by turn t = 1..T: over tasks, of the best speedup within the first t turns
+    of all the task's trajectories (best), or of one trajectory, averaged over trajectories (mean)."""
+    groups = by_task(trajectories)
+    turns = max((len(t.attempts) for trajs in groups.values() for t in trajs), default=0)
+    best = [_mean(max(t.best(n) for t in trajs) for trajs in groups.values()) for n in range(1, turns + 1)]
+    mean = [_mean(_mean(t.best(n) for t in trajs) for trajs in groups.values()) for n in range(1, turns + 1)]
+    return best, mean
+
+
+def config_metrics(config: str, trajectories: Sequence[Trajectory],
+                   thresholds: Sequence[float] = DEFAULT_THRESHOLDS) -> ConfigMetrics:
+    """All metrics of one configuration's trajectories (pass only complete ones for a fair comparison)."""
+    groups = by_task(trajectories)
+    attempts = [a for t in trajectories for a in t.attempts]
+    n = len(attempts)
+
+    def rate(pred) -> float:
+        return sum(1 for a in attempts if pred(a)) / n if n else 0.0
+
+    rates = {"correct": rate(lambda a: a.correct), "compiled": rate(lambda a: a.compiled),
+             "hack": rate(lambda a: bool(a.hacks)), "format_error": rate(lambda a: not a.format_ok),
+             "not_okay": rate(lambda a: a.not_okay is not None)}
+    k_max = min((len(trajs) for trajs in groups.values()), default=0)
+    bests = {task: [t.best() for t in trajs] for task, trajs in groups.items()}
+    solved = {task: [any(a.correct for a in t.attempts) for t in trajs] for task, trajs in groups.items()}
+    at_k = {k: _mean(best_at_k(v, k) for v in bests.values()) for k in range(1, k_max + 1)}
+    turns = max((len(t.attempts) for t in trajectories), default=0)
+    turn_best, turn_mean = turn_curves(trajectories)
+    return ConfigMetrics(
+        config=config, tasks=len(groups), trajectories=len(trajectories), attempts=n, rates=rates,
+        solved=fast_p(trajectories, 0.0), mean_speedup=mean_speedup(trajectories),
+        fast_p={float(p): fast_p(trajectories, p) for p in thresholds}, best_at_k=at_k,
+        pass_at_k={k: _mean(pass_at_k(v, k) for v in solved.values()) for k in range(1, k_max + 1)},
+        turn_best=turn_best, turn_mean=turn_mean, budget_curve=[(k * turns, v) for k, v in at_k.items()],
+        not_okay_reasons=dict(Counter(a.not_okay for a in attempts if a.not_okay)))
+
+
+def summarize(trajectories: Iterable[Trajectory], thresholds: Sequence[float] = DEFAULT_THRESHOLDS,
+              include_incomplete: bool = False) -> dict[str, ConfigMetrics]:
+    """Metrics per configuration label, in order of first appearance; incomplete trajectories left out by default."""
+    groups: dict[str, list[Trajectory]] = {}
+    for t in trajectories:
+        if t.complete or include_incomplete:
+            groups.setdefault(t.config, []).append(t)
+    return {config: config_metrics(config, trajs, thresholds) for config, trajs in groups.items()}
+
+
+def _mean(values: Iterable[float]) -> float:
+    values = list(values)
+    return sum(values) / len(values) if values else 0.0

@@ -1,0 +1,64 @@
+"""`kernel-gym rollout` and `kernel-gym report`, run as real subprocesses."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+CLI = Path(sys.executable).with_name("kernel-gym")
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def kernel_gym(*args: str, cwd: Path, timeout: float = 240) -> subprocess.CompletedProcess:
+    command = [str(CLI)] if CLI.exists() else [shutil.which("kernel-gym") or "kernel-gym"]
+    return subprocess.run(command + list(args), cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.timeout(300)
+def test_rollout_then_report(repo_root, tmp_path, solution, respond, relu_code):
+    # Replay: trajectory 0 of every configuration is wrong on turn 1; everything else is the genuine solution.
+    responses = tmp_path / "responses.jsonl"
+    good, wrong = respond(solution("level1/relu")), respond(relu_code(body="tl.minimum(x, 0.0)"))
+    rows = [{"task": "level1/relu", "response": good},
+            {"task": "level1/relu", "trajectory": 0, "turn": 1, "response": wrong}]
+    responses.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "run"
+    proc = kernel_gym("rollout", "--policy", f"replay:{responses}", "--tasks", "level1/relu", "--configs", "2x1,1x2",
+                      "--out", str(out), "--device", "cpu", "--workers", "1", "--no-progress", cwd=repo_root)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "3 trajectories run, 0 already complete" in proc.stdout
+    table = proc.stdout.splitlines()
+    header = next(i for i, line in enumerate(table) if line.split()[:2] == ["config", "tasks"])
+    rows_2x1 = table[header + 2].split()
+    assert rows_2x1[:5] == ["2x1", "1", "2", "2", "50.0%"]  # config, tasks, trajectories, attempts, correct
+    assert table[header + 3].split()[:5] == ["1x2", "1", "1", "2", "50.0%"]
+
+    again = kernel_gym("rollout", "--policy", f"replay:{responses}", "--tasks", "level1/relu", "--configs", "2x1",
+                       "--out", str(out), "--device", "cpu", "--workers", "1", "--no-progress", cwd=repo_root)
+    assert again.returncode == 0 and "0 trajectories run, 2 already complete" in again.stdout
+
+    report_dir = tmp_path / "report"
+    rep = kernel_gym("report", str(out), "--out", str(report_dir), "--thresholds", "0,1", cwd=repo_root)
+    assert rep.returncode == 0, rep.stderr[-3000:]
+    for name in ("speedup_vs_turn.png", "serial_vs_parallel.png", "best_at_k.png"):
+        data = (report_dir / name).read_bytes()
+        assert data.startswith(PNG) and len(data) > 5000, name
+    summary = (report_dir / "summary.md").read_text()
+    assert "| 2x1 | 1 | 2 | 2 | 50.0% | 100.0% |" in summary and "![serial vs parallel](serial_vs_parallel.png)" in summary
+    assert "replay:" in summary and "level1/relu" in summary
+    metrics = json.loads((report_dir / "metrics.json").read_text())
+    assert set(metrics) == {"2x1", "1x2"} and metrics["1x2"]["solved"] == 1.0
+    assert set(metrics["2x1"]["fast_p"]) == {"0", "1"}
+
+
+def test_usage_errors_exit_2(repo_root, tmp_path):
+    proc = kernel_gym("rollout", "--policy", "nope:x", "--tasks", "level1/relu", "--out", str(tmp_path),
+                      cwd=repo_root, timeout=60)
+    assert proc.returncode == 2 and "unknown policy kind" in proc.stderr
+    proc = kernel_gym("report", str(tmp_path / "missing"), cwd=repo_root, timeout=60)
+    assert proc.returncode == 2 and "no such folder" in proc.stderr
+    proc = kernel_gym("report", str(tmp_path), cwd=repo_root, timeout=60)
+    assert proc.returncode == 2 and "no rollout log records" in proc.stderr
