@@ -1,4 +1,4 @@
-"""`kernel-gym`: demo, tasks, eval, samples."""
+"""`kernel-gym`: demo, eval, samples (more sub-commands, e.g. `tasks`, in kernel_gym/commands/)."""
 
 from __future__ import annotations
 
@@ -36,20 +36,6 @@ def _demo(args: argparse.Namespace) -> int:
         print(textwrap.indent(obs[start:start + 1200], "  ") + "\n  ...")
     finally:
         env.close()
-    return 0
-
-
-def _tasks(args: argparse.Namespace) -> int:
-    from kernel_gym.tasks import list_tasks, load_task
-
-    ids = list_tasks(args.suite)
-    print(f"{'task':40} {'level':>5} {'dtype':>8}  sizes (full)  | cpu")
-    for task_id in ids:
-        t = load_task(task_id)
-        full = ", ".join(f"{k}={v}" for k, v in t.size_globals.items())
-        cpu = ", ".join(f"{k}={v}" for k, v in t.metadata.get("cpu", {}).items())
-        print(f"{task_id:40} {t.level or '-':>5} {t.dtype:>8}  {full}  | {cpu}")
-    print(f"{len(ids)} tasks")
     return 0
 
 
@@ -111,8 +97,6 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="a scripted episode on the CPU backend")
     demo.add_argument("--device", default="cpu", choices=("cpu", "cuda", "auto"))
-    tasks = sub.add_parser("tasks", help="list task ids")
-    tasks.add_argument("--suite", default=None)
     ev = sub.add_parser("eval", help="evaluate one solution file as one turn")
     ev.add_argument("--task", required=True)
     ev.add_argument("--solution", required=True)
@@ -134,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING)
     if getattr(args, "func", None) is not None:
         return args.func(args)
-    return {"demo": _demo, "tasks": _tasks, "eval": _eval, "samples": _samples}[args.command](args)
+    return {"demo": _demo, "eval": _eval, "samples": _samples}[args.command](args)
 
 
 def _register_plugins(sub: argparse._SubParsersAction) -> None:

@@ -1,4 +1,10 @@
-"""Tasks: KernelBench-format reference programs, by suite id (`level1/relu`) or by path."""
+"""Tasks: KernelBench-format reference programs, by suite id (`level1/relu`), KernelBench id or path.
+
+Built-in suites live in `tasks/levelN/` (ids `levelN/<name>`); `tasks/manifest.json` gives each its level,
+dtype, sizes, train/eval split and baseline time. A user's KernelBench checkout is reached as
+`kernelbench:PATH/level1/19_ReLU.py`, or by id (`kernelbench/level1/19_ReLU`) once indexed with
+`kernel-gym tasks import PATH` or pointed at with `KERNEL_GYM_KERNELBENCH=PATH` (see `kernelbench.py`).
+"""
 
 from __future__ import annotations
 
@@ -6,11 +12,14 @@ import re
 from functools import cache
 from pathlib import Path
 
-from kernel_gym.errors import UnknownTaskError
+from kernel_gym.errors import ConfigError, UnknownTaskError
 from kernel_gym.paths import data_dir
+from kernel_gym.tasks import kernelbench
 from kernel_gym.tasks.task import Task, parse_task
 
-__all__ = ["Task", "list_tasks", "load_task", "tasks_dir"]
+__all__ = ["SPLITS", "Task", "list_tasks", "load_task", "split_of", "tasks_dir"]
+
+SPLITS = ("train", "eval")
 
 
 def tasks_dir() -> Path:
@@ -30,12 +39,33 @@ def _suite_index() -> dict[str, Path]:
     return index
 
 
-def list_tasks(suite: str | None = None) -> list[str]:
-    """Ids of the built-in tasks, optionally of one suite (`"level1"`, `"level2"`, ...)."""
+def split_of(task_id: str) -> str | None:
+    """A built-in task's split ("train" or "eval") as recorded in tasks/manifest.json (None for other tasks)."""
+    from kernel_gym.tasks.manifest import assign_split, read_manifest
+
+    if task_id not in _suite_index():
+        return None
+    entry = read_manifest().get("tasks", {}).get(task_id)
+    return entry["split"] if entry and "split" in entry else assign_split(task_id)
+
+
+def list_tasks(suite: str | None = None, split: str | None = None) -> list[str]:
+    """Ids of the built-in tasks, optionally of one suite (`"level1"`, `"level2"`) and/or split (`"train"`, `"eval"`).
+
+    `suite="kernelbench"` (or `"kernelbench/level1"`, ...) lists the tasks of the indexed KernelBench checkout;
+    those have no split, so `split=` leaves them out.
+    """
+    if split is not None and split not in SPLITS:
+        raise ConfigError(f"unknown split {split!r}: use one of {', '.join(SPLITS)}")
+    if suite is not None and (suite == kernelbench.PREFIX or suite.startswith(kernelbench.PREFIX + "/")):
+        ids = [i for i in kernelbench.index() if i == suite or i.startswith(suite.rstrip("/") + "/")]
+        return [] if split is not None else ids
     ids = list(_suite_index())
-    if suite is None:
-        return ids
-    return [i for i in ids if i.split("/", 1)[0] == suite]
+    if suite is not None:
+        ids = [i for i in ids if i.startswith(suite.rstrip("/") + "/")]
+    if split is not None:
+        ids = [i for i in ids if split_of(i) == split]
+    return ids
 
 
 def _level_of(task_id: str) -> int | None:
@@ -44,12 +74,16 @@ def _level_of(task_id: str) -> int | None:
 
 
 def load_task(id_or_path: str | Path) -> Task:
-    """A task by suite id (`level1/relu`) or by the path of a KernelBench-format `.py` file."""
+    """A task by suite id (`level1/relu`), KernelBench id or `kernelbench:PATH`, or the path of a `.py` file."""
     key = str(id_or_path)
     index = _suite_index()
     if key in index:
         path = index[key]
         return parse_task(key, path.read_text(), path, _level_of(key))
+    if key.startswith(kernelbench.SCHEME):
+        return kernelbench.load_path(key[len(kernelbench.SCHEME) :])
+    if key.startswith(kernelbench.PREFIX + "/"):
+        return kernelbench.load_id(key)
     path = Path(key).expanduser()
     if path.suffix == ".py" and path.is_file():
         return parse_task(str(path.resolve()), path.read_text(), path.resolve())

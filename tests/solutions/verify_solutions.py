@@ -209,9 +209,8 @@ def main():
         level, name = task_id.split("/")
         sols = sorted(glob.glob(os.path.join(SOLS, f"{level}_{name}.py"))
                       + glob.glob(os.path.join(SOLS, f"{level}_{name}_*.py")))
-        if not sols:
-            print(f"FAIL {task_id}: no solution file")
-            ok = False
+        if not sols:  # most suite tasks have no hand-written solution; only those that do are verified
+            print(f"skip {task_id}: no solution file")
             continue
         for sol_path in sols:
             label_id = os.path.basename(sol_path)[:-3]

@@ -1,0 +1,131 @@
+"""Measure every task's reference on the GPU and write the baselines into a manifest.
+
+    python -m kernel_gym.tasks.measure --out tasks/manifest.json            # the built-in suites
+    python -m kernel_gym.tasks.measure --out DIR/manifest.json              # a generated suite (entries with "file")
+    python -m kernel_gym.tasks.measure --only level1/relu level2/gemm_relu  # a few tasks
+
+Method (the harness's, so manifest and env agree): the reference at its full sizes, built after
+`torch.manual_seed(0)` with parameters and inputs created on the device, fp32 with TF32 off (`torch.backends.cuda.matmul.allow_tf32` and
+`torch.backends.cudnn.allow_tf32` both False, restored afterwards), `warmup` untimed calls, then `repeats` calls
+each after an L2 flush, timed with CUDA events around a whole-device synchronize
+(`kernel_gym.eval.timing.CudaTimer`); the median is the baseline. Exit code 1 when a task is under `--min-ms`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import statistics
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+MIN_MS = 0.1  # a reference faster than this is dominated by launch overhead and timer noise
+
+
+@contextlib.contextmanager
+def full_fp32() -> Iterator[None]:
+    """TF32 off for matmul and cuDNN inside the block (fp32 tasks are judged against full-precision references)."""
+    import torch
+
+    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
+
+
+def time_reference(source: str, sizes: dict[str, Any] | None = None, *, device: str = "cuda", warmup: int = 3,
+                   repeats: int = 20) -> float:
+    """Median milliseconds of the reference's forward at `sizes` ({} = full) on `device`, TF32 off."""
+    import torch
+
+    from kernel_gym.eval.loading import load_reference
+    from kernel_gym.eval.timing import make_timer
+    from kernel_gym.tasks.roofline import build
+
+    dev = torch.device(device)
+    with dev:  # parameters and inputs made on the device: the same shapes and distributions, no 1 GiB host copies
+        module = load_reference(source, dict(sizes or {}))
+        model, inputs = build(module)
+    timer = make_timer(dev)
+    samples = []
+    try:
+        with full_fp32(), torch.no_grad():
+            for _ in range(warmup):
+                model(*inputs)
+            for _ in range(repeats):
+                timer.flush()
+                sample, _ = timer.time(lambda: model(*inputs))
+                samples.append(sample.ms)
+    finally:
+        model = inputs = timer = None  # drop the references before releasing the cached blocks
+        if dev.type == "cuda":
+            torch.cuda.empty_cache()
+    return statistics.median(samples)
+
+
+def _targets(manifest_path: Path, data: dict[str, Any], only: list[str] | None) -> list[tuple[str, str, dict]]:
+    """(id, source, full_alt sizes) for every entry to measure: a "file" entry is read next to the manifest."""
+    from kernel_gym.tasks import load_task
+    from kernel_gym.tasks.task import parse_task
+
+    out = []
+    for tid, entry in data.get("tasks", {}).items():
+        if only and tid not in only:
+            continue
+        if "file" in entry:
+            path = manifest_path.parent / entry["file"]
+            task = parse_task(tid, path.read_text(), path)
+        else:
+            task = load_task(tid)
+        out.append((tid, task.source, dict(task.metadata.get("full_alt") or {})))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    import torch
+
+    from kernel_gym.tasks.manifest import build_manifest, default_path, write_manifest
+
+    parser = argparse.ArgumentParser(prog="python -m kernel_gym.tasks.measure", description=__doc__.split("\n")[0])
+    parser.add_argument("--out", default=None, help="manifest to update (default: tasks/manifest.json)")
+    parser.add_argument("--only", nargs="*", default=None, help="task ids (default: every entry)")
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--no-alt", action="store_true", help="skip timing the full_alt sizes")
+    parser.add_argument("--min-ms", type=float, default=MIN_MS)
+    args = parser.parse_args(argv)
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        print("measure: no CUDA device here; run this on the GPU machine", file=sys.stderr)
+        return 2
+    out = Path(args.out) if args.out else default_path()
+    data = json.loads(out.read_text()) if out.is_file() else {}
+    if not data:
+        data = build_manifest()
+    name = torch.cuda.get_device_name(torch.device(args.device)) if args.device.startswith("cuda") else args.device
+    slow = []
+    for tid, source, full_alt in _targets(out, data, args.only):
+        entry = data["tasks"][tid]
+        ms = time_reference(source, device=args.device, warmup=args.warmup, repeats=args.repeats)
+        entry.update(baseline_ms=round(ms, 4), baseline_ms_source="measured", measured_on=name,
+                     measured_with=f"torch {torch.__version__}, TF32 off, median of {args.repeats}, L2 flushed")
+        if full_alt and not args.no_alt:
+            entry["baseline_alt_ms"] = round(time_reference(source, full_alt, device=args.device, warmup=args.warmup,
+                                                            repeats=args.repeats), 4)
+        flag = "  < min" if ms < args.min_ms else ""
+        print(f"{tid:55} measured {ms:9.4f} ms   estimate {entry.get('estimate_ms', float('nan')):9.4f} ms{flag}",
+              flush=True)
+        if ms < args.min_ms:
+            slow.append(tid)
+        write_manifest(data, out)  # after every task: a crash keeps what was measured
+    print(f"wrote {out}" + (f"; {len(slow)} under {args.min_ms} ms: {', '.join(slow)}" if slow else ""))
+    return 1 if slow else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,32 @@
+"""Elementwise hardswish: y = x * relu6(x + 3) / 6 on a 2-D fp32 tensor."""
+import torch
+import torch.nn as nn
+
+batch_size = 8192
+dim = 16384
+
+KERNEL_GYM = {
+    "cpu": {"batch_size": 16, "dim": 256},
+    "alt": {"batch_size": 23, "dim": 301},
+    "full_alt": {"batch_size": 9001, "dim": 12007},
+    "dtype": "float32",
+}
+
+
+class Model(nn.Module):
+    """Applies hardswish elementwise."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.hardswish(x)
+
+
+def get_inputs():
+    # covers the three pieces: x < -3, -3 <= x <= 3, x > 3
+    return [torch.randn(batch_size, dim) * 3.0]
+
+
+def get_init_inputs():
+    return []

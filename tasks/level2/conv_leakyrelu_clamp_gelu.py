@@ -1,0 +1,39 @@
+"""Fused Conv2d + LeakyReLU(0.1) + clamp(-0.5, 1.5) + exact GELU."""
+import torch
+import torch.nn as nn
+
+batch_size = 64
+in_channels = 32
+out_channels = 64
+height = 128
+width = 128
+kernel_size = 3
+
+KERNEL_GYM = {
+    "cpu": {"batch_size": 2, "in_channels": 3, "out_channels": 8, "height": 16, "width": 16},
+    "alt": {"batch_size": 3, "in_channels": 5, "out_channels": 7, "height": 19, "width": 17},
+    "full_alt": {"batch_size": 60, "in_channels": 29, "out_channels": 61, "height": 131, "width": 117},
+    "dtype": "float32",
+}
+
+
+class Model(nn.Module):
+    """nn.Conv2d (valid), leaky ReLU with slope 0.1, a clamp, then exact GELU."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int):
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, kernel_size)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.conv(x)
+        x = torch.nn.functional.leaky_relu(x, negative_slope=0.1)
+        x = torch.clamp(x, min=-0.5, max=1.5)
+        return torch.nn.functional.gelu(x)
+
+
+def get_inputs():
+    return [torch.randn(batch_size, in_channels, height, width) * 3.0]
+
+
+def get_init_inputs():
+    return [in_channels, out_channels, kernel_size]

@@ -1,0 +1,40 @@
+"""Fused Conv2d + Mish + MaxPool2d(2) + hardtanh(-0.25, 0.75)."""
+import torch
+import torch.nn as nn
+
+batch_size = 64
+in_channels = 32
+out_channels = 64
+height = 128
+width = 128
+kernel_size = 3
+
+KERNEL_GYM = {
+    "cpu": {"batch_size": 2, "in_channels": 3, "out_channels": 8, "height": 16, "width": 16},
+    "alt": {"batch_size": 3, "in_channels": 5, "out_channels": 7, "height": 19, "width": 17},
+    "full_alt": {"batch_size": 60, "in_channels": 29, "out_channels": 61, "height": 131, "width": 117},
+    "dtype": "float32",
+}
+
+
+class Model(nn.Module):
+    """nn.Conv2d (valid), Mish, 2x2 max pooling (floor mode), then a clamp to [-0.25, 0.75]."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int):
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, kernel_size)
+        self.pool = nn.MaxPool2d(2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.conv(x)
+        x = torch.nn.functional.mish(x)
+        x = self.pool(x)
+        return torch.nn.functional.hardtanh(x, min_val=-0.25, max_val=0.75)
+
+
+def get_inputs():
+    return [torch.randn(batch_size, in_channels, height, width)]
+
+
+def get_init_inputs():
+    return [in_channels, out_channels, kernel_size]

@@ -1,0 +1,40 @@
+"""Conv2d followed by a parameter-free squeeze-and-excitation gate: y = c * sigmoid(mean_hw(c))."""
+import torch
+import torch.nn as nn
+
+batch_size = 64
+in_channels = 32
+out_channels = 64
+height = 128
+width = 128
+kernel_size = 3
+gate_scale = 8.0
+
+KERNEL_GYM = {
+    "cpu": {"batch_size": 2, "in_channels": 3, "out_channels": 8, "height": 16, "width": 16},
+    "alt": {"batch_size": 3, "in_channels": 5, "out_channels": 7, "height": 19, "width": 17},
+    "full_alt": {"batch_size": 60, "in_channels": 29, "out_channels": 61, "height": 131, "width": 117},
+    "dtype": "float32",
+}
+
+
+class Model(nn.Module):
+    """nn.Conv2d (valid), then each channel is rescaled by the sigmoid of its own spatial mean."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int, gate_scale: float):
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, kernel_size)
+        self.gate_scale = gate_scale
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.conv(x)
+        gate = torch.sigmoid(x.mean(dim=(2, 3), keepdim=True) * self.gate_scale)
+        return x * gate
+
+
+def get_inputs():
+    return [torch.randn(batch_size, in_channels, height, width)]
+
+
+def get_init_inputs():
+    return [in_channels, out_channels, kernel_size, gate_scale]

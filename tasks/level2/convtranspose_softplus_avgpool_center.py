@@ -1,0 +1,39 @@
+"""Fused ConvTranspose2d (2x up) + softplus + AvgPool2d(2) + per-plane mean subtraction."""
+import torch
+import torch.nn as nn
+
+batch_size = 64
+in_channels = 64
+out_channels = 32
+height = 64
+width = 64
+kernel_size = 4
+
+KERNEL_GYM = {
+    "cpu": {"batch_size": 2, "in_channels": 4, "out_channels": 4, "height": 8, "width": 8},
+    "alt": {"batch_size": 3, "in_channels": 5, "out_channels": 6, "height": 9, "width": 7},
+    "full_alt": {"batch_size": 60, "in_channels": 61, "out_channels": 30, "height": 61, "width": 67},
+    "dtype": "float32",
+}
+
+
+class Model(nn.Module):
+    """nn.ConvTranspose2d(k=4, stride 2, padding 1), softplus, 2x2 average pooling, then x - mean_hw(x) per plane."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int):
+        super().__init__()
+        self.conv = nn.ConvTranspose2d(in_channels, out_channels, kernel_size, stride=2, padding=1)
+        self.pool = nn.AvgPool2d(2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = torch.nn.functional.softplus(self.conv(x))
+        x = self.pool(x)
+        return x - x.mean(dim=(2, 3), keepdim=True)
+
+
+def get_inputs():
+    return [torch.randn(batch_size, in_channels, height, width)]
+
+
+def get_init_inputs():
+    return [in_channels, out_channels, kernel_size]
