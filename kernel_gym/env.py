@@ -210,6 +210,8 @@ class KernelRefineEnv(gym.Env):
         choices = self.config.task
         if isinstance(choices, str) and choices.startswith("suite:"):
             choices = list_tasks(choices.split(":", 1)[1])
+        elif isinstance(choices, str) and choices.startswith("split:"):
+            choices = list_tasks(split=choices.split(":", 1)[1])
         if isinstance(choices, (list, tuple)):
             if not choices:
                 raise KernelGymError("the task list is empty")

@@ -282,6 +282,13 @@ def test_suite_tasks_are_sampled_with_the_seed(make_env):
     assert env.reset(seed=3)[1]["task"] == env.reset(seed=3)[1]["task"]
 
 
+def test_split_tasks_are_sampled_from_the_split(make_env):
+    env = make_env(task="split:eval")
+    picks = {env.reset(seed=s)[1]["task"] for s in range(12)}
+    assert picks <= set(list_tasks(split="eval")) and len(picks) > 1
+    assert not picks & set(list_tasks(split="train"))
+
+
 def test_unknown_task_raises_at_reset(make_env):
     env = make_env(task="level1/rleu")
     with pytest.raises(UnknownTaskError, match="Did you mean 'level1/relu'"):
