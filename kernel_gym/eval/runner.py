@@ -11,6 +11,7 @@ Order of events (and why):
 
 from __future__ import annotations
 
+import logging
 import secrets
 import threading
 import time
@@ -27,6 +28,9 @@ from kernel_gym.eval.integrity import Snapshot, pin_precision
 from kernel_gym.eval.job import EvalJob
 from kernel_gym.eval.result import EvalResult, Outcome, Timing
 from kernel_gym.eval.timing import cv, make_timer, median, timer_disagrees
+from kernel_gym.signals import collect as signals
+
+log = logging.getLogger(__name__)
 
 
 def _checksum(t: torch.Tensor) -> tuple[float, float]:
@@ -199,7 +203,8 @@ class JobRun:
         self.ref_model, self.cand_model = self.build(self.ref_module, self.cand_module)
         inputs = self.inputs(self.ref_module, self.seed_for(-1))
         self.poison()
-        self.first_out, launched, _ = self.call_candidate(self.cand_model, _clone(inputs))
+        with signals.record_launches() as self.triton_launches:  # for the compile-time signals
+            self.first_out, launched, _ = self.call_candidate(self.cand_model, _clone(inputs))
         self.compiled = True
         self.signals["own_launches_per_call"] = float(launched)
         if launched == 0:
@@ -211,6 +216,7 @@ class JobRun:
         if not ok:
             raise Stop(Outcome.COMPILE_ERROR, "nvcc failed on cuda_sources:\n" + trim(log))
         self.compiled = True
+        self.signals.update(signals.cuda_compile_signals(kwargs.get("cuda_sources", ""), self.job.code, self.workdir))
         raise Stop(Outcome.UNSUPPORTED, "the CUDA sources compile (nvcc check), but CUDA kernels cannot run on the "
                    "CPU backend; evaluate on a GPU (device='cuda') or write a Triton solution")
 
@@ -368,6 +374,26 @@ class JobRun:
         return Timing(runtime_ms=median(rt), baseline_ms=median(bt), runtime_cv=cv(rt), baseline_cv=cv(bt),
                       trials=len(rt), method=timer.method)
 
+    def kernel_signals(self) -> None:
+        """Structure and registers/occupancy of a correct candidate (kernel_gym.signals; a signal that cannot be
+        computed is left out, none changes the verdict). Before timing: recompiling a Triton kernel may run the
+        candidate's Python, and the timing stage's checks come after it."""
+        try:
+            self.signals.update(signals.before_timing(job=self.job, device=self.device, cand_module=self.cand_module,
+                                                      cand_model=self.cand_model,
+                                                      launches=getattr(self, "triton_launches", {})))
+        except Exception:  # noqa: BLE001 - signals are information; they never decide (or break) a verdict
+            log.exception("kernel signals failed")
+
+    def roofline_signals(self, timing: Timing) -> None:
+        """The task's bytes and FLOPs and, on a known GPU, the roofline signals (runs only the reference)."""
+        try:
+            self.signals.update(signals.after_timing(job=self.job, device=self.device, ref_model=self.ref_model,
+                                                     inputs=self.inputs(self.ref_module, self.seed_for(50_000)),
+                                                     runtime_ms=timing.runtime_ms, baseline_ms=timing.baseline_ms))
+        except Exception:  # noqa: BLE001 - signals are information; they never decide (or break) a verdict
+            log.exception("roofline signals failed")
+
     def execute(self) -> EvalResult:
         pin_precision()
         try:
@@ -375,8 +401,10 @@ class JobRun:
             self.timed("compile", self.compile)
             self.stage = "correctness"
             self.timed("correctness", self.correctness)
+            self.timed("kernel_signals", self.kernel_signals)
             self.stage = "timing"
             timing = self.timed("timing", self.timing)
+            self.timed("roofline_signals", lambda: self.roofline_signals(timing))
         except Hack as hack:
             return self.result(Outcome.REJECTED, hack.message, hacks=(hack.name,), hack_details=(hack.message,))
         except Stop as stop:

@@ -8,6 +8,7 @@ from typing import Any
 import jinja2
 
 from kernel_gym.eval.result import EvalResult
+from kernel_gym.signals.summary import profile_text
 
 _ENV = jinja2.Environment(loader=jinja2.PackageLoader("kernel_gym.feedback", "templates"), autoescape=False,
                           keep_trailing_newline=False, undefined=jinja2.StrictUndefined)
@@ -32,7 +33,7 @@ def render_prompt(task: Any, *, backend: str, checks: str, device: str, scoring:
 
 def feedback_fields(result: EvalResult) -> dict[str, Any]:
     fields = {"outcome": result.outcome.value, "message": result.message, "hacks": list(result.hacks),
-              "hack_details": list(result.hack_details)}
+              "hack_details": list(result.hack_details), "profile": profile_text(result.signals)}
     if result.timing is not None:
         t = result.timing
         fields.update(runtime_ms=t.runtime_ms, baseline_ms=t.baseline_ms, speedup=t.speedup, trials=t.trials,
