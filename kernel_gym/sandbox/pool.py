@@ -11,6 +11,7 @@ import logging
 import os
 import queue
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -37,12 +38,31 @@ def _signal_name(rc: int) -> str:
         return f"signal {-rc}"
 
 
+ROOT_PREFIX = "kernel_gym_worker_"
+
+
+def sweep_stale_roots(tmp: Path | None = None) -> int:
+    """Remove worker folders left behind by workers that died with their env (their `pid` file names a dead
+    process). Folders without a pid file are a worker still starting, and are left alone."""
+    removed = 0
+    for root in Path(tmp or tempfile.gettempdir()).glob(ROOT_PREFIX + "*"):
+        try:
+            pid = int((root / "pid").read_text())
+        except (OSError, ValueError):
+            continue
+        if not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(root, ignore_errors=True)
+            removed += 1
+    return removed
+
+
 class Worker:
     """One sandbox process. Not thread-safe: the pool hands it to one caller at a time."""
 
     def __init__(self, device: str, gpu: int | None = None, memory_limit_gb: float | None = None):
         self.device, self.gpu = device, gpu
-        self.root = Path(tempfile.mkdtemp(prefix="kernel_gym_worker_"))
+        sweep_stale_roots()
+        self.root = Path(tempfile.mkdtemp(prefix=ROOT_PREFIX))
         job_r, job_w = os.pipe()
         res_r, res_w = os.pipe()
         cmd = [sys.executable, "-m", "kernel_gym.sandbox.worker", "--in-fd", str(job_r), "--out-fd", str(res_w),
@@ -101,8 +121,6 @@ class Worker:
             except OSError:
                 pass
         self.job_fd = self.reader.fd = -1
-        import shutil
-
         shutil.rmtree(self.root, ignore_errors=True)
 
     def run(self, job: EvalJob) -> tuple[EvalResult, bool]:

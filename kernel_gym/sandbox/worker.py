@@ -66,6 +66,7 @@ def serve(in_fd: int, out_fd: int, device: str, root: Path, memory_limit_gb: flo
     from kernel_gym.sandbox import limits, protocol
 
     applied = limits.apply(device, memory_limit_gb)
+    (root / "pid").write_text(str(os.getpid()))  # lets a later pool sweep this folder if the worker dies
     _redirect_output(root)
     t0 = time.perf_counter()
     snapshot = _initialize(device, root)

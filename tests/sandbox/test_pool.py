@@ -2,6 +2,8 @@
 
 import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -146,3 +148,20 @@ def test_crash_output_is_only_this_jobs_output(pool, relu_code):
     assert "exited with code 3" in crashed.message
     assert "THIS_JOB_OUTPUT" in crashed.message
     assert "EARLIER_JOB_OUTPUT" not in crashed.message
+
+
+def test_stale_worker_roots_are_swept(tmp_path):
+    from kernel_gym.sandbox.pool import ROOT_PREFIX, sweep_stale_roots
+
+    dead = tmp_path / f"{ROOT_PREFIX}dead"
+    dead.mkdir()
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    (dead / "pid").write_text(str(proc.pid))  # a process that has exited
+    alive = tmp_path / f"{ROOT_PREFIX}alive"
+    alive.mkdir()
+    (alive / "pid").write_text(str(os.getpid()))
+    starting = tmp_path / f"{ROOT_PREFIX}starting"  # no pid file yet
+    starting.mkdir()
+    assert sweep_stale_roots(tmp_path) == 1
+    assert not dead.exists() and alive.exists() and starting.exists()
