@@ -27,7 +27,7 @@ from kernel_gym.eval.hacks import Hack
 from kernel_gym.eval.integrity import Snapshot, pin_precision
 from kernel_gym.eval.job import EvalJob
 from kernel_gym.eval.result import EvalResult, Outcome, Timing
-from kernel_gym.eval.timing import cv, make_timer, median, timer_disagrees
+from kernel_gym.eval.timing import c_reference_signals, cv, make_timer, median, timer_disagrees
 from kernel_gym.signals import collect as signals
 
 log = logging.getLogger(__name__)
@@ -348,10 +348,11 @@ class JobRun:
     def timing(self) -> Timing:
         """Alternate candidate and reference on fresh inputs each round; every round's outputs are checked."""
         timer = make_timer(self.device, self.cfg.l2_flush_mb)
+        timed_ref = self.timed_reference()
         for w in range(self.cfg.warmup):
             inputs = self.inputs(self.ref_module, self.seed_for(30_000 + w))
             self.call_candidate(self.cand_model, _clone(inputs))
-            self.reference(self.ref_model, inputs)
+            self.reference(timed_ref, inputs)
         cand_samples, ref_samples = [], []
         for r in range(self.cfg.n_timing):
             inputs = self.inputs(self.ref_module, self.seed_for(40_000 + r))
@@ -361,7 +362,7 @@ class JobRun:
             out, _, sample = self.call_candidate(self.cand_model, inputs, timer)
             cand_samples.append(sample)
             timer.flush()
-            expected, ref_sample = self.reference(self.ref_model, ref_inputs, timer)
+            expected, ref_sample = self.reference(timed_ref, ref_inputs, timer)
             ref_samples.append(ref_sample)
             mismatch = self.judge(out, expected, f"timed call {r + 1}: ")
             if mismatch is not None:
@@ -371,8 +372,22 @@ class JobRun:
         if timer_disagrees(cand_samples):
             raise Hack("timer_tampering", "the timer read far less than the host clock over the same interval")
         rt, bt = [s.ms for s in cand_samples], [s.ms for s in ref_samples]
+        self.signals.update(c_reference_signals(self.ref_model, median(rt)))
         return Timing(runtime_ms=median(rt), baseline_ms=median(bt), runtime_cv=cv(rt), baseline_cv=cv(bt),
                       trials=len(rt), method=timer.method)
+
+    def timed_reference(self) -> torch.nn.Module:
+        """What the candidate is timed against: the task's `Baseline` when it defines one (a C task's PyTorch
+        baseline, whose outputs then also check the timed calls; see kernel_gym/tasks/c_task.py), else `Model`."""
+        if getattr(self, "_timed_ref", None) is None:
+            self._timed_ref = self.ref_model
+            if hasattr(self.ref_module, "Baseline"):
+                torch.manual_seed(self.cfg.seed)
+                init = list(self.ref_module.get_init_inputs())
+                torch.manual_seed(self.cfg.seed)
+                self._timed_ref = self.ref_module.Baseline(*init).to(self.device).eval()
+                self.fingerprints[id(self._timed_ref)] = _fingerprint(self._timed_ref)
+        return self._timed_ref
 
     def kernel_signals(self) -> None:
         """Structure and registers/occupancy of a correct candidate (kernel_gym.signals; a signal that cannot be
@@ -388,7 +403,7 @@ class JobRun:
     def roofline_signals(self, timing: Timing) -> None:
         """The task's bytes and FLOPs and, on a known GPU, the roofline signals (runs only the reference)."""
         try:
-            self.signals.update(signals.after_timing(job=self.job, device=self.device, ref_model=self.ref_model,
+            self.signals.update(signals.after_timing(job=self.job, device=self.device, ref_model=self.timed_reference(),
                                                      inputs=self.inputs(self.ref_module, self.seed_for(50_000)),
                                                      runtime_ms=timing.runtime_ms, baseline_ms=timing.baseline_ms))
         except Exception:  # noqa: BLE001 - signals are information; they never decide (or break) a verdict

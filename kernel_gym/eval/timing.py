@@ -94,3 +94,13 @@ def timer_disagrees(samples: list[Sample], slack_ms: float = 0.05) -> bool:
     t = median([s.ms for s in samples])
     h = median([s.host_ms for s in samples])
     return t < 0.5 * h - slack_ms
+
+
+def c_reference_signals(ref_model: Any, runtime_ms: float) -> dict[str, float]:
+    """A C task's reference (`kernel_gym.tasks.c_reference.CModel`) records the time of each C call (single CPU
+    thread, no copies) in `c_ms`: its median, and the candidate's speedup over it. {} for other references."""
+    c_ms = [float(x) for x in (getattr(ref_model, "c_ms", None) or [])]
+    if not c_ms or runtime_ms <= 0:
+        return {}
+    c = median(c_ms)
+    return {"c_reference_ms": round(c, 6), "speedup_vs_c": round(c / runtime_ms, 4)}

@@ -1,6 +1,7 @@
 """Tasks: KernelBench-format reference programs, by suite id (`level1/relu`), KernelBench id or path.
 
-Built-in suites live in `tasks/levelN/` (ids `levelN/<name>`); `tasks/manifest.json` gives each its level,
+Built-in suites live in `tasks/levelN/` (ids `levelN/<name>`) and `tasks/c2cuda/` (C→CUDA tasks, `.c` files read
+by `c_task.py`, ids `c2cuda/<name>`); `tasks/manifest.json` gives each its level,
 dtype, sizes, train/eval split and baseline time. A user's KernelBench checkout is reached as
 `kernelbench:PATH/level1/19_ReLU.py`, or by id (`kernelbench/level1/19_ReLU`) once indexed with
 `kernel-gym tasks import PATH` or pointed at with `KERNEL_GYM_KERNELBENCH=PATH` (see `kernelbench.py`).
@@ -31,7 +32,7 @@ def tasks_dir() -> Path:
 def _suite_index() -> dict[str, Path]:
     root = tasks_dir()
     index = {}
-    for path in sorted(root.rglob("*.py")):
+    for path in sorted([*root.rglob("*.py"), *root.rglob("*.c")]):  # .c: C→CUDA tasks (c_task.py)
         rel = path.relative_to(root).with_suffix("")
         if any(part.startswith(("_", ".")) for part in rel.parts):
             continue
@@ -73,12 +74,21 @@ def _level_of(task_id: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def _load_c(path: Path, task_id: str | None = None) -> Task:
+    from kernel_gym.tasks.c_task import load_c_task  # imports torch: only when a C task is loaded
+
+    return load_c_task(path, task_id)
+
+
 def load_task(id_or_path: str | Path) -> Task:
-    """A task by suite id (`level1/relu`), KernelBench id or `kernelbench:PATH`, or the path of a `.py` file."""
+    """A task by suite id (`level1/relu`, `c2cuda/saxpy`), KernelBench id or `kernelbench:PATH`, or the path of a
+    `.py` file (KernelBench format) or a `.c` file (a C→CUDA task, see `c_task.py`)."""
     key = str(id_or_path)
     index = _suite_index()
     if key in index:
         path = index[key]
+        if path.suffix == ".c":
+            return _load_c(path, key)
         return parse_task(key, path.read_text(), path, _level_of(key))
     if key.startswith(kernelbench.SCHEME):
         return kernelbench.load_path(key[len(kernelbench.SCHEME) :])
@@ -87,4 +97,6 @@ def load_task(id_or_path: str | Path) -> Task:
     path = Path(key).expanduser()
     if path.suffix == ".py" and path.is_file():
         return parse_task(str(path.resolve()), path.read_text(), path.resolve())
+    if path.suffix == ".c" and path.is_file():
+        return _load_c(path.resolve())
     raise UnknownTaskError("task", key, list(index))
