@@ -1,0 +1,245 @@
+"""The evaluation service: `kernel-gym serve` puts an evaluator (a local pool or Ray) behind HTTP.
+
+| method | path | body / answer |
+|---|---|---|
+| POST | /v1/evaluate | `{"job": JOB}` → `{"result": RESULT}`; `{"jobs": [JOB, ...]}` → `{"results": [...]}` in order |
+| GET | /health | `{"status": "ok", "device", "evaluator", "capacity", "version"}` (never needs the token) |
+| GET | /metrics | Prometheus text; `?format=json` for JSON (jobs by outcome, latency, in flight, queue depth) |
+
+JOB is `EvalJob.to_dict()`, RESULT is `EvalResult.to_dict()`. The service runs the static checks itself (through the
+evaluator), so it never trusts a client's verdict. Errors are JSON `{"error": CODE, "detail": TEXT}`:
+400 malformed JSON, 401 missing or wrong token, 413 body over the size limit, 422 not a valid job,
+500 the evaluation harness failed (not the solution).
+"""
+
+# No `from __future__ import annotations`: FastAPI reads the endpoints' annotations (Request is imported lazily).
+import hmac
+import json
+import logging
+import threading
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from typing import Any
+
+from kernel_gym.errors import ConfigError
+from kernel_gym.eval.job import EvalJob
+from kernel_gym.eval.result import EvalResult
+
+log = logging.getLogger(__name__)
+
+LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+DEFAULT_MAX_REQUEST_BYTES = 16 * 2**20
+MAX_BATCH = 1024
+_REQUIRED_TEXT = ("task_id", "task_source", "code", "backend")
+
+
+def check_bind(host: str, token: str | None) -> None:
+    """Refuse to serve beyond localhost without a token: anyone who can reach the port could run code on it."""
+    if host not in LOCAL_HOSTS and not token:
+        raise ConfigError(f"refusing to serve on {host!r} without a token: pass --token (or set KERNEL_GYM_TOKEN), "
+                          "or bind to 127.0.0.1")
+
+
+class ApiError(Exception):
+    """An HTTP error with a JSON body `{"error": code, "detail": detail}`."""
+
+    def __init__(self, status: int, code: str, detail: str):
+        super().__init__(detail)
+        self.status, self.code, self.detail = status, code, detail
+
+
+def parse_job(data: Any) -> EvalJob:
+    """A job from its JSON form, or ApiError 422 saying what is wrong with it."""
+    if not isinstance(data, dict):
+        raise ApiError(422, "invalid_job", f"a job must be a JSON object, not {type(data).__name__}")
+    bad = [k for k in _REQUIRED_TEXT if not isinstance(data.get(k), str)]
+    if bad:
+        raise ApiError(422, "invalid_job", f"a job needs text fields {', '.join(bad)} (EvalJob.to_dict())")
+    if not isinstance(data.get("config", {}), dict):
+        raise ApiError(422, "invalid_job", "the job's config must be a JSON object (EvalConfig.to_dict())")
+    try:
+        job = EvalJob.from_dict({**data, "config": data.get("config", {})})
+    except (TypeError, ValueError, KeyError) as e:
+        raise ApiError(422, "invalid_job", f"not a valid job: {e}") from e
+    if job.config.device not in ("cpu", "cuda"):
+        raise ApiError(422, "invalid_job", f"config.device must be 'cpu' or 'cuda', not {job.config.device!r}")
+    return job
+
+
+class Metrics:
+    """Counters behind /metrics; thread-safe."""
+
+    def __init__(self, capacity: int):
+        self.capacity = capacity
+        self.started = time.time()
+        self.outcomes: Counter[str] = Counter()
+        self.statuses: Counter[int] = Counter()
+        self.latency_sum = self.latency_max = 0.0
+        self.in_flight = 0
+        self._lock = threading.Lock()
+
+    def begin(self, n: int) -> None:
+        with self._lock:
+            self.in_flight += n
+
+    def end(self, result: EvalResult | None, seconds: float) -> None:
+        with self._lock:
+            self.in_flight -= 1
+            if result is not None:
+                self.outcomes[result.outcome.value] += 1
+                self.latency_sum += seconds
+                self.latency_max = max(self.latency_max, seconds)
+
+    def request(self, status: int) -> None:
+        with self._lock:
+            self.statuses[status] += 1
+
+    def snapshot(self) -> dict[str, Any]:
+        with self._lock:
+            done = sum(self.outcomes.values())
+            return {"jobs_done": done, "outcomes": dict(self.outcomes), "jobs_in_flight": self.in_flight,
+                    "queue_depth": max(0, self.in_flight - self.capacity), "capacity": self.capacity,
+                    "latency_s": {"sum": round(self.latency_sum, 6), "count": done, "max": round(self.latency_max, 6),
+                                  "mean": round(self.latency_sum / done, 6) if done else None},
+                    "requests": {str(k): v for k, v in sorted(self.statuses.items())},
+                    "uptime_s": round(time.time() - self.started, 3)}
+
+    def prometheus(self) -> str:
+        s = self.snapshot()
+        lines = ["# HELP kernel_gym_jobs_total Jobs evaluated, by outcome.", "# TYPE kernel_gym_jobs_total counter"]
+        lines += [f'kernel_gym_jobs_total{{outcome="{k}"}} {v}' for k, v in sorted(s["outcomes"].items())]
+        lines += ["# HELP kernel_gym_job_latency_seconds Time from a job's start to its result.",
+                  "# TYPE kernel_gym_job_latency_seconds summary",
+                  f"kernel_gym_job_latency_seconds_sum {s['latency_s']['sum']}",
+                  f"kernel_gym_job_latency_seconds_count {s['latency_s']['count']}"]
+        for name, value, what in (("jobs_in_flight", s["jobs_in_flight"], "Jobs accepted and not finished."),
+                                  ("queue_depth", s["queue_depth"], "Jobs waiting for a free evaluation slot."),
+                                  ("capacity", s["capacity"], "Jobs the evaluator runs at once."),
+                                  ("uptime_seconds", s["uptime_s"], "Seconds since the service started.")):
+            lines += [f"# HELP kernel_gym_{name} {what}", f"# TYPE kernel_gym_{name} gauge", f"kernel_gym_{name} {value}"]
+        lines += ["# HELP kernel_gym_requests_total HTTP requests, by status.", "# TYPE kernel_gym_requests_total counter"]
+        lines += [f'kernel_gym_requests_total{{status="{k}"}} {v}' for k, v in s["requests"].items()]
+        return "\n".join(lines) + "\n"
+
+
+def _capacity(evaluator: Any) -> int:
+    return int(getattr(evaluator, "capacity", None) or getattr(evaluator, "workers", None) or 1)
+
+
+def create_app(evaluator: Any, *, token: str | None = None, max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
+               close_evaluator: bool = False):
+    """A FastAPI app serving `evaluator` (anything with evaluate(job)); closes it at shutdown if asked."""
+    from fastapi import FastAPI, Request
+    from fastapi.responses import JSONResponse, PlainTextResponse
+    from starlette.concurrency import run_in_threadpool
+
+    from kernel_gym import __version__
+
+    capacity = _capacity(evaluator)
+    metrics = Metrics(capacity)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        yield
+        if close_evaluator:
+            evaluator.close()
+
+    app = FastAPI(title="kernel-gym evaluation service", version=__version__, lifespan=lifespan,
+                  docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.evaluator, app.state.metrics = evaluator, metrics
+
+    @app.exception_handler(ApiError)
+    async def api_error(request: Request, e: ApiError):
+        headers = {"WWW-Authenticate": "Bearer"} if e.status == 401 else None
+        return JSONResponse({"error": e.code, "detail": e.detail}, status_code=e.status, headers=headers)
+
+    @app.middleware("http")
+    async def count(request: Request, call_next):
+        try:
+            response = await call_next(request)
+        except Exception as e:  # the harness failed (SandboxError): our fault, not the client's or the solution's
+            log.exception("evaluation failed")
+            response = JSONResponse({"error": "internal", "detail": f"{type(e).__name__}: {e}"}, status_code=500)
+        metrics.request(response.status_code)
+        return response
+
+    def authorize(request: Request) -> None:
+        if token is None:
+            return
+        given = request.headers.get("authorization", "")
+        scheme, _, value = given.partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode(), token.encode()):
+            raise ApiError(401, "unauthorized", "this service needs 'Authorization: Bearer <token>' with its token")
+
+    async def read_json(request: Request) -> Any:
+        declared = request.headers.get("content-length")
+        if declared is not None and (not declared.isdigit()):
+            raise ApiError(400, "bad_request", "invalid Content-Length header")
+        if declared is not None and int(declared) > max_request_bytes:
+            raise _too_large(int(declared), max_request_bytes)
+        body, size = bytearray(), 0
+        async for chunk in request.stream():  # also bounds bodies sent without a Content-Length
+            size += len(chunk)
+            if size > max_request_bytes:
+                raise _too_large(size, max_request_bytes)
+            body += chunk
+        try:
+            return json.loads(body)
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise ApiError(400, "malformed_json", f"the body is not valid JSON: {e}") from e
+
+    def timed(job: EvalJob) -> EvalResult:
+        t0, result = time.perf_counter(), None
+        try:
+            result = evaluator.evaluate(job)
+            return result
+        finally:
+            metrics.end(result, time.perf_counter() - t0)
+
+    def run_batch(jobs: list[EvalJob]) -> list[EvalResult]:
+        if len(jobs) == 1:
+            return [timed(jobs[0])]
+        with ThreadPoolExecutor(max_workers=max(1, min(capacity, len(jobs)))) as pool:
+            return list(pool.map(timed, jobs))
+
+    @app.post("/v1/evaluate")
+    async def evaluate(request: Request):
+        authorize(request)
+        data = await read_json(request)
+        if not isinstance(data, dict) or ("job" in data) == ("jobs" in data):
+            raise ApiError(422, "invalid_request", 'the body must be {"job": JOB} or {"jobs": [JOB, ...]}')
+        batch = "jobs" in data
+        raw = data["jobs"] if batch else [data["job"]]
+        if not isinstance(raw, list) or not raw or len(raw) > MAX_BATCH:
+            raise ApiError(422, "invalid_request", f'"jobs" must be a list of 1 to {MAX_BATCH} jobs')
+        jobs = [parse_job(item) for item in raw]
+        device = getattr(evaluator, "device", None)
+        wrong = [j.config.device for j in jobs if device == "cpu" and j.config.device == "cuda"]
+        if wrong:
+            raise ApiError(422, "unsupported_device", "this service evaluates on cpu; the job asks for cuda")
+        metrics.begin(len(jobs))
+        results = await run_in_threadpool(run_batch, jobs)
+        dicts = [r.to_dict() for r in results]
+        return {"results": dicts} if batch else {"result": dicts[0]}
+
+    @app.get("/health")
+    async def health():
+        return {"status": "ok", "device": getattr(evaluator, "device", None), "evaluator": type(evaluator).__name__,
+                "capacity": capacity, "version": __version__}
+
+    @app.get("/metrics")
+    async def get_metrics(request: Request, format: str = "prometheus"):
+        authorize(request)
+        if format == "json":
+            return metrics.snapshot()
+        return PlainTextResponse(metrics.prometheus(), media_type="text/plain; version=0.0.4")
+
+    return app
+
+
+def _too_large(size: int, limit: int) -> ApiError:
+    return ApiError(413, "request_too_large", f"the request body is over the limit of {limit} bytes "
+                    f"({limit / 2**20:.1f} MiB; got at least {size}): send fewer jobs per request, or start the "
+                    "service with a larger --max-request-mb")
