@@ -62,6 +62,12 @@ class EnvConfig:
     """Limit on correctness plus timing."""
     workers: int = 1
     """Sandbox worker processes of the default local evaluator."""
+    ranker: str | dict | Callable | None = None
+    """A ranker model rating correct kernels as the `ranker` signal: a callable, a registered name, or
+    "module:function" (kernel_gym.preference.ranker; docs/preference.md)."""
+    judge: str | dict | Any | None = None
+    """An LLM judge rating correct kernels as the `judge` signal and review flag: "openai:URL", "hf:MODEL", a dict
+    {"policy": ..., "timeout_s": ..., "cache_dir": ...}, or None (kernel_gym.preference.judge)."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Keys a preset file sets that later features read (kept, not interpreted here)."""
 

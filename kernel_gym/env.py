@@ -24,6 +24,7 @@ from kernel_gym.feedback import (
     render_prompt,
     status_line,
 )
+from kernel_gym.preference.online import Critics
 from kernel_gym.rewards import (
     TurnSignals,
     aggregate,
@@ -129,6 +130,7 @@ class KernelRefineEnv(gym.Env):
         self.observation_space = FreeText(self.config.max_obs_chars)
         self.action_space = FreeText(self.config.max_response_chars)
         self.log = TrajectoryLog(self.config.log_dir) if self.config.log_dir else None
+        self.critics = Critics.from_config(self.config.ranker, self.config.judge)  # None unless configured
         self.task: Task | None = None
         self.turns: list[Turn] = []
         self.prompt = ""
@@ -163,6 +165,11 @@ class KernelRefineEnv(gym.Env):
         else:
             result = EvalResult(outcome=Outcome.FORMAT_ERROR, message=parsed.error or "")
         result = result.replace(stage_ms={"parse": round(parse_ms, 3), **result.stage_ms})
+        critic_info: dict[str, Any] = {}
+        if self.critics is not None:  # ranker/judge signals join the measured ones (docs/preference.md)
+            extra, critic_info = self.critics.assess(self.task, parsed.code, action if isinstance(action, str) else "",
+                                                     result, self.turns, checks=self.config.checks)
+            result = result.replace(signals={**result.signals, **extra})
         response_chars = len(action) if isinstance(action, str) else 0
         code_chars = parsed.code_span[1] - parsed.code_span[0] if parsed.code_span else 0
         signals = TurnSignals(format_ok=parsed.ok, compiled=result.compiled, correct=result.correct and not result.hacks,
@@ -170,7 +177,7 @@ class KernelRefineEnv(gym.Env):
                               signals=dict(result.signals), plan_chars=response_chars - code_chars,
                               code_chars=code_chars, difficulty=task_difficulty(self.task.metadata, self.task.level))
         score = 0.0 if signals.hacks else float(self.score_fn(signals))  # any hack zeroes every score
-        reward_info: dict[str, Any] = {"reward_terms": score_terms(self.score_fn, signals)}
+        reward_info: dict[str, Any] = {"reward_terms": score_terms(self.score_fn, signals), **critic_info}
         plan_code = plan_code_info(self.score_fn, signals, action, parsed.code_span, self.tokenizer)
         if plan_code is not None:
             reward_info["plan_code"] = plan_code
@@ -203,6 +210,8 @@ class KernelRefineEnv(gym.Env):
             self.evaluator.close()
         if self.log is not None:
             self.log.close()
+        if self.critics is not None:
+            self.critics.close()
         super().close()
 
     # ---- pieces --------------------------------------------------------------------------------------

@@ -4,7 +4,8 @@
 
 Each value v_k is read by name: `correct`, `compiled`, `format_ok` (1 or 0), `speedup` (0 unless correct),
 `difficulty`, `response_chars`, `plan_chars`, `code_chars`, or any entry of `TurnSignals.signals` (structural
-and profiler signals, 0 when the backend did not measure it). A term of weight 0 is logged, not rewarded: every
+and profiler signals, 0 when the backend did not measure it; `ranker`, `judge` and `judge_genuine` when the env has
+a ranker or judge, 0 when it gave no signal — docs/preference.md). A term of weight 0 is logged, not rewarded: every
 named term's raw value appears in `info["reward_terms"]`. Any hack flag gives S = 0.
 """
 
