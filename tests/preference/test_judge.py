@@ -1,0 +1,179 @@
+"""The LLM judge against a scripted local OpenAI-compatible endpoint (http.server in a thread): verdicts, caching per
+code hash, and "no signal" with a clear note when the endpoint is refused, errs, talks garbage or is too slow."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from kernel_gym.errors import ConfigError
+from kernel_gym.policies import ScriptedPolicy
+from kernel_gym.preference import LLMJudge, make_judge, parse_verdict
+from kernel_gym.preference.judge import JudgeReplyError
+
+GENUINE = '{"genuine": true, "quality": 8, "reason": "fused, coalesced"}'
+WRAPPER = 'Looking at it... {"genuine": false, "quality": 1, "reason": "forward calls torch.relu"}'
+
+
+class _Judge(BaseHTTPRequestHandler):
+    mode = "ok"  # ok | garbage | error | slow
+    answer = GENUINE
+    prompts: list = []
+
+    def log_message(self, *args):
+        pass
+
+    def _send(self, code, payload):
+        data = json.dumps(payload).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_POST(self):  # noqa: N802 - http.server's name
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).prompts.append(body["messages"][-1]["content"])
+        if self.mode == "error":
+            return self._send(500, {"error": "model crashed"})
+        if self.mode == "slow":
+            time.sleep(3)
+        content = "I cannot say." if self.mode == "garbage" else self.answer
+        self._send(200, {"choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]})
+
+
+@pytest.fixture
+def endpoint():
+    _Judge.mode, _Judge.answer, _Judge.prompts = "ok", GENUINE, []
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Judge)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"openai:http://127.0.0.1:{httpd.server_address[1]}/v1"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def refused_url() -> str:
+    with socket.socket() as s:  # a port that was free a moment ago and has no listener now
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"openai:http://127.0.0.1:{port}/v1"
+
+
+REFERENCE = "class Model(nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n"
+
+
+def test_verdict_from_the_endpoint_and_the_rubric_prompt(endpoint):
+    judge = LLMJudge(endpoint, model="judge-model")
+    verdict = judge.judge("level1/relu", REFERENCE, "@triton.jit\ndef k(): ...")
+    assert (verdict.score, verdict.genuine, verdict.quality, verdict.reason) == (0.8, True, 8.0, "fused, coalesced")
+    (prompt,) = _Judge.prompts
+    assert "GENUINE" in prompt and "level1/relu" in prompt and REFERENCE.strip() in prompt
+    assert "@triton.jit" in prompt and '"genuine"' in prompt
+
+
+def test_second_identical_code_does_not_call_the_endpoint(endpoint, tmp_path):
+    judge = LLMJudge(endpoint, model="m", cache_dir=tmp_path / "cache")
+    first = judge.judge("level1/relu", REFERENCE, "code A")
+    second = judge.judge("level1/relu", REFERENCE, "code A")
+    assert len(_Judge.prompts) == 1 and judge.calls == 1
+    assert second.cached and not first.cached and second.score == first.score
+    judge.judge("level1/relu", REFERENCE, "code B")
+    assert len(_Judge.prompts) == 2
+    again = LLMJudge(endpoint, model="m", cache_dir=tmp_path / "cache")  # a new process: the disk cache answers
+    assert again.judge("level1/relu", REFERENCE, "code A").cached and len(_Judge.prompts) == 2
+
+
+@pytest.mark.parametrize("mode,note", [("error", "HTTP 500"), ("garbage", "judge reply unusable"),
+                                       ("slow", "timed out")])
+def test_failures_give_no_signal_with_a_note(endpoint, mode, note):
+    _Judge.mode = mode
+    judge = LLMJudge(endpoint, model="m", timeout_s=1.0)
+    start = time.monotonic()
+    verdict = judge.judge("level1/relu", REFERENCE, "code")
+    assert time.monotonic() - start < 2.5  # the deadline holds, even while the endpoint sleeps
+    assert verdict.score is None and note in verdict.note
+    # after a failure the judge is left alone for retry_after_s: no call, an immediate answer
+    calls = len(_Judge.prompts)
+    later = judge.judge("level1/relu", REFERENCE, "other code")
+    assert later.score is None and "not asked again" in later.note and len(_Judge.prompts) == calls
+    judge.close()
+
+
+def test_connection_refused_and_recovery(endpoint):
+    judge = LLMJudge(refused_url(), model="m", retry_after_s=0.0)
+    verdict = judge.judge("level1/relu", REFERENCE, "code")
+    assert verdict.score is None and verdict.note.startswith("judge unavailable:")
+    judge.policy = LLMJudge(endpoint, model="m").policy  # the judge comes back: asked again at once
+    assert judge.judge("level1/relu", REFERENCE, "code").score == 0.8
+
+
+def test_failures_are_not_cached(endpoint):
+    judge = LLMJudge(endpoint, model="m", retry_after_s=0.0)
+    _Judge.mode = "garbage"
+    assert judge.judge("t", REFERENCE, "code").score is None
+    _Judge.mode = "ok"
+    assert judge.judge("t", REFERENCE, "code").score == 0.8 and len(_Judge.prompts) == 2
+
+
+@pytest.mark.parametrize("reply,expected", [
+    (GENUINE, (True, 8.0, "fused, coalesced")),
+    (WRAPPER, (False, 1.0, "forward calls torch.relu")),
+    ('```json\n{"Genuine": "yes", "quality": "7/10"}\n```', (True, 7.0, "")),
+    ('<think>{"genuine": false}</think>Format: {"genuine": bool}. {"genuine": true, "quality": 6}', (True, 6.0, "")),
+    ("Genuine: no. It just calls torch.relu.", (False, None, "")),
+    ("GENUINE: yes\nQUALITY: 9/10", (True, 9.0, "")),
+])
+def test_parse_verdict_is_robust(reply, expected):
+    assert parse_verdict(reply) == expected
+
+
+@pytest.mark.parametrize("reply", ["", "I cannot say.", '{"genuine": true}', '{"genuine": true, "quality": 42}',
+                                   '{"quality": 7}', "genuine: maybe"])
+def test_parse_verdict_rejects_garbage(reply):
+    with pytest.raises(JudgeReplyError):
+        parse_verdict(reply)
+
+
+def test_make_judge_specs(endpoint, tmp_path):
+    assert make_judge(None) is None
+    judge = make_judge({"policy": endpoint, "model": "m", "timeout_s": 5, "template": "Rate {{ code }}: JSON please"})
+    assert judge.timeout_s == 5 and judge.judge("t", "ref", "k1").score == 0.8
+    assert _Judge.prompts[-1] == "Rate k1: JSON please"
+    scripted = LLMJudge(ScriptedPolicy(lambda r: WRAPPER))  # any policy works, e.g. a local model
+    assert scripted.judge("t", "ref", "k").genuine is False
+    with pytest.raises(ConfigError):
+        make_judge({"timeout_s": 5})
+    with pytest.raises(ConfigError):
+        LLMJudge(42)
+
+
+# ---- in the env ------------------------------------------------------------------------------------------------
+def test_env_judge_signal_and_review_flag(make_env, solution, respond, relu_code, endpoint):
+    _Judge.answer = WRAPPER
+    score = {"name": "linear", "weights": {"correct": 0.3, "speedup": 1.0, "judge": 0.2}}
+    env = make_env(max_turns=2, score=score, judge={"policy": endpoint, "model": "m", "timeout_s": 5})
+    env.reset(seed=0)
+    _, reward, _, _, info = env.step(respond(solution("level1/relu")))
+    assert info["correct"] and info["hacks"] == []  # a review flag is not a hack verdict
+    assert info["review_flags"] == ["judge_not_genuine"]
+    assert info["judge"]["genuine"] is False and info["judge"]["score"] == 0.0
+    assert info["signals"]["judge"] == 0.0 and info["signals"]["judge_genuine"] == 0.0
+    assert reward == pytest.approx(0.3 + info["speedup"])
+    _, _, _, _, info = env.step(respond(relu_code(body="x")))  # wrong: not sent to the judge
+    assert info["judge"]["score"] is None and len(_Judge.prompts) == 1 and info["review_flags"] == []
+
+
+def test_env_keeps_going_when_the_judge_is_down(make_env, solution, respond):
+    score = {"name": "linear", "weights": {"correct": 0.3, "speedup": 1.0, "judge": 0.2}}
+    env = make_env(max_turns=1, score=score, judge=refused_url())
+    env.reset(seed=0)
+    _, reward, _, truncated, info = env.step(respond(solution("level1/relu")))
+    assert truncated and info["correct"] and reward == pytest.approx(0.3 + info["speedup"])
+    assert info["judge"]["score"] is None and "judge unavailable" in info["judge"]["note"]
+    assert "judge" not in info["signals"] and info["reward_terms"]["judge"] == 0.0 and info["review_flags"] == []
