@@ -112,7 +112,7 @@ class RayEvaluator:
     | argument | default | meaning |
     |---|---|---|
     | address | None | `ray.init` address when Ray is not initialized yet: None (start a local cluster, or RAY_ADDRESS), "auto", "ray://host:10001" |
-    | actors | None | number of actors; None: one per GPU in the cluster (cuda), 1 (cpu) |
+    | actors | None | number of actors; None: one per GPU free in the cluster now (cuda), 1 (cpu) |
     | device | "auto" | "cuda", "cpu", or "auto" (cuda when the cluster has GPUs) |
     | num_gpus_per_actor | None | GPUs an actor reserves; None: 1 on cuda, 0 on cpu |
     | num_cpus_per_actor | 1.0 | CPUs an actor reserves (its sandbox workers compile on them) |
@@ -141,8 +141,9 @@ class RayEvaluator:
         if self.device not in ("cuda", "cpu"):
             raise ConfigError(f"device must be 'cuda', 'cpu' or 'auto', not {device!r}")
         gpus = num_gpus_per_actor if num_gpus_per_actor is not None else (1 if self.device == "cuda" else 0)
-        if actors is None:
-            actors = max(1, int(resources.get("GPU", 0) // gpus)) if self.device == "cuda" and gpus else 1
+        if actors is None:  # one per GPU that is free now (a training job may hold the others)
+            free = ray.available_resources().get("GPU", 0)
+            actors = max(1, int(free // gpus)) if self.device == "cuda" and gpus else 1
         if actors < 1:
             raise ConfigError("a RayEvaluator needs at least one actor")
         if workers_per_actor > 1 and self.device == "cuda":
