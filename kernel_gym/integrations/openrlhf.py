@@ -1,0 +1,385 @@
+"""OpenRLHF adapter: train on KernelRefine with per-turn discounted returns (Kevin's recipe) or summed rewards.
+
+This file is itself a valid `--train.agent_func_path` (OpenRLHF loads it by path and instantiates `AgentExecutor`
+with no arguments); `kernel-gym openrlhf-agent-path` prints its path. Guide: docs/openrlhf.md.
+
+- `KernelRefineAgent` (an OpenRLHF `AgentInstanceBase`): one episode of a `KernelRefineEnv` built from the
+  prompt's label (a JSON object with `task` and any `gym.make` keyword). `step` returns the turn's reward tensor,
+  `scores` (best turn score so far), `environment_feedback` (the newest feedback as a follow-up user turn),
+  `done` and numeric `extra_logs`. Evaluation runs off the event loop (`asyncio.to_thread`) on the process's
+  shared evaluator (a local sandbox pool, Ray workers or `kernel-gym serve`, see `shared_evaluator`), never in
+  the vLLM actor's own process.
+- `KernelRefineExecutor` (an `AgentExecutorBase`), two modes:
+  - "sum": OpenRLHF's stock multi-turn behaviour: the whole episode is one sample (prompt, then per turn the
+    response and the feedback as a user turn; only responses are trained on), its reward the sum of the step
+    rewards (Σ s_t; with the env's `reward_mode="return"`, R_1).
+  - "turns": every turn is its own sample: its prompt is the env's observation for that turn (task + summarized
+    history, a fresh conversation), its response the model's answer, its reward the discounted return
+    `R_t = kernel_gym.rewards.aggregate(scores, gamma, aggregation)[t]`. `execute` then returns a list of
+    samples (turn order); OpenRLHF turns each returned object into one experience, so this mode needs the
+    launcher `python -m kernel_gym.integrations.openrlhf_train` which flattens the lists where responses become
+    experiences (see that module), and refuses to run without it.
+
+Run-level settings (environment variables of the Ray workers; the launcher forwards every KERNEL_GYM_* variable):
+
+| variable | default | meaning |
+|---|---|---|
+| KERNEL_GYM_OPENRLHF_MODE | sum | "sum" or "turns" (the launcher defaults it to "turns") |
+| KERNEL_GYM_MAX_TURNS | env default (8) | turns per episode |
+| KERNEL_GYM_GAMMA | env default (0.4) | γ of the returns |
+| KERNEL_GYM_RETURN_MODE | env default (sum) | aggregation of the returns: "sum" or "max" |
+| KERNEL_GYM_DEVICE | auto | device the candidates run on (where the evaluator's workers are) |
+| KERNEL_GYM_ENV_KWARGS | {} | JSON object of further `gym.make` keywords (e.g. {"preset": "kevin"}) |
+| KERNEL_GYM_EVALUATOR | local | "local", "ray[:address]" or "http(s)://host:port" |
+| KERNEL_GYM_EVAL_WORKERS | 1 | sandbox workers of a local pool (per vLLM actor process) |
+
+A label's own keys win over these defaults. A label may also hold `seed` (the env's reset seed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+from copy import deepcopy
+from typing import Any
+
+import torch
+from openrlhf.utils.agent import AgentExecutorBase, AgentInstanceBase
+
+from kernel_gym.errors import ConfigError
+from kernel_gym.integrations.shared_evaluator import shared_evaluator
+from kernel_gym.rewards import aggregate
+
+logger = logging.getLogger(__name__)
+
+ENV_MODE = "KERNEL_GYM_OPENRLHF_MODE"
+ENV_FLATTEN = "KERNEL_GYM_OPENRLHF_FLATTEN"  # set by kernel_gym.integrations.openrlhf_train in every Ray worker
+MODES = ("sum", "turns")
+ERROR_CODES = ("none", "format_error", "rejected", "compile_error", "runtime_error", "timeout", "crash", "oom",
+               "mismatch", "unsupported")
+"""`extra_logs["kernel/error_code"]` is an index into this tuple (0: no error); other codes count as its length."""
+
+_ENV_DEFAULTS = {"KERNEL_GYM_MAX_TURNS": ("max_turns", int), "KERNEL_GYM_GAMMA": ("gamma", float),
+                 "KERNEL_GYM_RETURN_MODE": ("aggregation", str), "KERNEL_GYM_DEVICE": ("device", str)}
+_FOLLOWUP = ("Result of turn {turn}: {feedback}\n\nTurn {next} of {max_turns}: improve on your best correct kernel "
+             "(or fix the error above) and answer with your reasoning and the complete solution in one ```python "
+             "code block.")
+
+
+# ---- labels and settings -------------------------------------------------------------------------------------------
+def parse_label(label: Any) -> dict[str, Any]:
+    """A prompt's label -> dict: a JSON object string (or a dict) with at least "task"; a bare string is a task id."""
+    if isinstance(label, dict):
+        data = dict(label)
+    elif isinstance(label, str) and label.strip().startswith("{"):
+        data = json.loads(label)
+    elif isinstance(label, str) and label.strip():
+        data = {"task": label.strip()}
+    else:
+        raise ConfigError(f"an OpenRLHF label must be a JSON object string with a 'task' key, got {label!r}")
+    if not isinstance(data, dict) or not data.get("task"):
+        raise ConfigError(f"an OpenRLHF label needs a 'task' key, got {label!r}")
+    return data
+
+
+def env_settings(label: Any) -> tuple[dict[str, Any], int | None]:
+    """(gym.make keywords, reset seed) for a label: KERNEL_GYM_* defaults, then the label's own keys."""
+    kwargs: dict[str, Any] = json.loads(os.environ.get("KERNEL_GYM_ENV_KWARGS") or "{}")
+    for var, (key, cast) in _ENV_DEFAULTS.items():
+        if os.environ.get(var):
+            kwargs[key] = cast(os.environ[var])
+    kwargs.update(parse_label(label))
+    seed = kwargs.pop("seed", None)
+    return kwargs, None if seed is None else int(seed)
+
+
+def executor_mode(mode: str | None = None) -> str:
+    mode = (mode or os.environ.get(ENV_MODE) or "sum").strip()
+    if mode not in MODES:
+        raise ConfigError(f"{ENV_MODE} must be one of {MODES}, got {mode!r}")
+    return mode
+
+
+def turn_logs(info: dict[str, Any]) -> dict[str, float]:
+    """Numeric per-turn metrics (OpenRLHF makes a tensor of each; every sample carries the same keys)."""
+    error = info.get("error")
+    return {"kernel/turn": float(info["turn"]), "kernel/score": float(info["score"]),
+            "kernel/format_ok": float(bool(info.get("format_ok"))), "kernel/compiled": float(bool(info.get("compiled"))),
+            "kernel/correct": float(bool(info.get("correct"))), "kernel/speedup": float(info.get("speedup") or 0.0),
+            "kernel/hacks": float(len(info.get("hacks") or [])),
+            "kernel/error_code": float(ERROR_CODES.index(error) if error in ERROR_CODES else len(ERROR_CODES)
+                                       if error else 0)}
+
+
+# ---- chat formatting -----------------------------------------------------------------------------------------------
+class ChatFormat:
+    """How a new observation becomes prompt text, and how feedback follows a response in one conversation.
+
+    The dataset prompt shows how the run wraps a user message (OpenRLHF's `--data.apply_chat_template` or
+    `--data.input_template`): when it contains the env's reset observation, the text around it is reused for every
+    later observation. Follow-ups close the assistant turn and open a user turn using the tokenizer's chat
+    template; without a chat-formatted prompt they are plain text.
+    """
+
+    def __init__(self, tokenizer: Any = None):
+        self.tokenizer = tokenizer
+        self.wrapper: tuple[str, str] | None = None  # text before and after the observation in the dataset prompt
+        self._breaks: tuple[str, str] | None = None
+
+    def learn(self, prompt: Any, observation: str) -> None:
+        if not isinstance(prompt, str) or prompt == observation:
+            return
+        if observation and observation in prompt:
+            before, _, after = prompt.partition(observation)
+            self.wrapper = (before, after)
+            return
+        # Another observation than the prompt's (the label picked a task, or another device): is the prompt
+        # the tokenizer's chat template around some user message?
+        template = _template_wrapper(self.tokenizer)
+        if template and prompt.startswith(template[0]) and prompt.endswith(template[1]):
+            self.wrapper = template
+
+    @property
+    def chat(self) -> bool:
+        return self.wrapper is not None
+
+    def user_turn(self, text: str) -> str:
+        """A fresh conversation whose one user message is `text`, ready for the assistant's answer."""
+        return f"{self.wrapper[0]}{text}{self.wrapper[1]}" if self.wrapper else text
+
+    def followup(self, text: str, action_end: str | None = None) -> str:
+        """Text to append after a response: end of the assistant turn, `text` as a user turn, generation prompt.
+
+        `action_end` is the text of the response's last token when it ended the turn itself (e.g. "<|im_end|>"),
+        so the end-of-turn marker is not repeated.
+        """
+        if not self.chat:
+            return f"\n\n{text}\n\n"
+        between, after = self._turn_breaks()
+        if action_end and between.startswith(action_end):
+            between = between[len(action_end):]
+        return f"{between}{text}{after}"
+
+    def _turn_breaks(self) -> tuple[str, str]:
+        if self._breaks is None:
+            self._breaks = _template_breaks(self.tokenizer) or ("\n\n", self.wrapper[1])
+        return self._breaks
+
+
+def _template_wrapper(tokenizer: Any) -> tuple[str, str] | None:
+    """(text before, text after) a lone user message in the tokenizer's chat template, with the generation prompt."""
+    if tokenizer is None or not getattr(tokenizer, "chat_template", None):
+        return None
+    mark = "KGUSERMARK"
+    try:
+        text = tokenizer.apply_chat_template([{"role": "user", "content": mark}], tokenize=False,
+                                             add_generation_prompt=True)
+    except Exception:  # no usable template: the prompt is then taken as plain text
+        return None
+    before, _, after = text.partition(mark)
+    return (before, after) if _ else None
+
+
+def _template_breaks(tokenizer: Any) -> tuple[str, str] | None:
+    """(after an assistant message up to the next user message, after it up to the next answer) from the template."""
+    if tokenizer is None or not getattr(tokenizer, "chat_template", None):
+        return None
+    user, assistant, feedback = "KGUSERMARK", "KGASSISTANTMARK", "KGFEEDBACKMARK"
+    messages = [{"role": "user", "content": user}, {"role": "assistant", "content": assistant},
+                {"role": "user", "content": feedback}]
+    try:
+        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        a, f = text.index(assistant) + len(assistant), text.index(feedback)
+    except Exception:  # a template that rejects this conversation: fall back to the dataset prompt's wrapper
+        logger.warning("kernel-gym: the tokenizer's chat template could not render a follow-up turn; using plain text")
+        return None
+    return text[a:f], text[f + len(feedback):]
+
+
+# ---- the agent -----------------------------------------------------------------------------------------------------
+class KernelRefineAgent(AgentInstanceBase):
+    """One KernelRefine episode behind OpenRLHF's agent API (reset once, then step per response)."""
+
+    def __init__(self, *, chat: ChatFormat | None = None, evaluator: Any = None):
+        self.chat = chat or ChatFormat()
+        self.evaluator = evaluator  # None: the process's shared evaluator for the env's device
+        self.env = None
+        self.config = None  # the episode's EnvConfig (kept after close: max_turns, gamma, aggregation)
+        self.scores: list[float] = []
+
+    async def reset(self, states: dict, **kwargs: Any) -> dict:
+        env_kwargs, seed = env_settings(states.get("label"))
+        self.env = await asyncio.to_thread(self._make_env, env_kwargs)
+        self.config = self.env.config
+        observation, info = await asyncio.to_thread(self.env.reset, seed=seed)
+        self.scores = []
+        prompt = states.get("observation")
+        self.chat.learn(prompt, observation)
+        if isinstance(prompt, str) and observation in prompt:
+            shown = prompt  # the dataset prompt (maybe chat-wrapped) is this observation
+        else:
+            shown = self.chat.user_turn(observation)  # the label picked another task (e.g. "suite:level1")
+        return {"observation": shown, "label": states.get("label"), "info": info}
+
+    async def step(self, states: dict, **kwargs: Any) -> dict:
+        if self.env is None:
+            raise ConfigError("KernelRefineAgent.step() before reset()")
+        observation, reward, terminated, truncated, info = await asyncio.to_thread(self.env.step,
+                                                                                  states["action_text"])
+        done = bool(terminated or truncated)
+        self.scores.append(float(info["score"]))
+        if done:
+            feedback = ""
+            await asyncio.to_thread(self.close)
+        else:
+            text = _FOLLOWUP.format(turn=info["turn"], feedback=info["feedback"], next=info["turn"] + 1,
+                                    max_turns=self.max_turns)
+            feedback = self.chat.followup(text, states.get("action_end"))
+        return {"rewards": torch.tensor(float(reward)), "scores": torch.tensor(max(self.scores)),
+                "environment_feedback": feedback, "done": done, "extra_logs": turn_logs(info),
+                "observation": observation, "info": info}
+
+    @property
+    def max_turns(self) -> int:
+        return self.config.max_turns
+
+    @property
+    def gamma(self) -> float:
+        return self.config.gamma
+
+    @property
+    def aggregation(self) -> str:
+        return self.config.aggregation
+
+    def close(self) -> None:
+        if self.env is not None:
+            self.env.close()  # the shared evaluator stays open (the env does not own it)
+            self.env = None
+
+    def _make_env(self, env_kwargs: dict[str, Any]):
+        from kernel_gym.env import KernelRefineEnv, _auto_device
+
+        device = env_kwargs.get("device", "auto")
+        env_kwargs["device"] = _auto_device() if device == "auto" else device
+        evaluator = self.evaluator or shared_evaluator(env_kwargs["device"])
+        return KernelRefineEnv(evaluator=evaluator, **env_kwargs)
+
+
+# ---- the executor --------------------------------------------------------------------------------------------------
+class KernelRefineExecutor(AgentExecutorBase):
+    """Runs one episode per `execute` and returns it as one summed sample ("sum") or one sample per turn ("turns")."""
+
+    agent_cls = KernelRefineAgent
+
+    def __init__(self, mode: str | None = None, *, evaluator: Any = None):
+        self.mode = executor_mode(mode)
+        self.evaluator = evaluator
+
+    async def execute(self, prompt, label, sampling_params, max_length: int, hf_tokenizer, llm_engine, images=None):
+        if images:
+            raise ConfigError("KernelRefine prompts are text only (got images)")
+        if self.mode == "turns" and not os.environ.get(ENV_FLATTEN):
+            raise ConfigError(f"{ENV_MODE}=turns returns one sample per turn, which stock OpenRLHF cannot consume: "
+                              "launch with `python -m kernel_gym.integrations.openrlhf_train ...` (see "
+                              f"docs/openrlhf.md), or set {ENV_MODE}=sum")
+        agent = self.agent_cls(chat=ChatFormat(hf_tokenizer), evaluator=self.evaluator)
+        episode = _Episode(agent, sampling_params, max_length, hf_tokenizer, llm_engine)
+        try:
+            reset = await agent.reset({"observation": prompt, "label": label})
+            if self.mode == "sum":
+                return await episode.run_summed(prompt, label, reset["observation"])
+            return await episode.run_turns(prompt, label, reset["observation"])
+        finally:
+            await asyncio.to_thread(agent.close)
+
+
+class _Episode:
+    """The generation loop of one execute(): token bookkeeping around the agent's reset/step."""
+
+    def __init__(self, agent: KernelRefineAgent, sampling_params, max_length: int, tokenizer, engine):
+        self.agent, self.sampling_params, self.max_length = agent, sampling_params, max_length
+        self.tokenizer, self.engine = tokenizer, engine
+        self.want_logprobs = getattr(sampling_params, "logprobs", None) is not None
+
+    def tokenize(self, text: str) -> list[int]:
+        return list(self.tokenizer(text=text, add_special_tokens=False, return_tensors="pt")["input_ids"][0].tolist())
+
+    def fit_prompt(self, tokens: list[int]) -> list[int]:
+        """Keep room for generation: cut the prompt's head (as OpenRLHF does) when it is too long."""
+        room = self.max_length - (getattr(self.sampling_params, "max_tokens", None) or 1)
+        if len(tokens) > room:
+            logger.warning("kernel-gym: a prompt of %d tokens exceeds %d; its head is cut (raise --data.max_len or "
+                           "lower the env's max_obs_chars)", len(tokens), room)
+            tokens = tokens[-max(room, 1):]
+        return tokens
+
+    async def generate(self, context: list[int]):
+        """(token ids, logprobs or None, cut by the length limit, text, text of the turn-ending token or None)."""
+        params = deepcopy(self.sampling_params)
+        budget = self.max_length - len(context)
+        params.max_tokens = min(params.max_tokens, budget) if getattr(params, "max_tokens", None) else budget
+        output = (await self.engine.generate(context, params, multi_modal_data=None)).outputs[0]
+        tokens = list(output.token_ids)
+        logprobs = None
+        if self.want_logprobs and output.logprobs is not None:
+            logprobs = [lp[t].logprob if t in lp else 0.0 for t, lp in zip(tokens, output.logprobs)]
+        ended = output.finish_reason != "length" and tokens and tokens[-1] in set(self.tokenizer.all_special_ids)
+        end_text = self.tokenizer.decode(tokens[-1:], skip_special_tokens=False) if ended else None
+        return tokens, logprobs, output.finish_reason == "length", output.text, end_text
+
+    async def step(self, observation_text: str, action_text: str, label, end_text: str | None) -> dict:
+        return await self.agent.step({"observation_text": observation_text, "action_text": action_text, "label": label,
+                                      "sampling_params": self.sampling_params, "action_end": end_text})
+
+    async def run_summed(self, prompt, label, observation: str) -> dict:
+        tokens = self.fit_prompt(self.tokenize(observation))
+        logprobs = [0.0] * len(tokens) if self.want_logprobs else None
+        ranges, total, scores, logs, truncated, text = [], 0.0, 0.0, {}, False, observation
+        while self.max_length - len(tokens) > 0:
+            action, action_lp, truncated, action_text, end = await self.generate(tokens)
+            ranges.append((len(tokens), len(tokens) + len(action)))
+            result = await self.step(text, action_text, label, end)
+            total += float(result["rewards"].item())
+            scores, logs = float(result["scores"]), result["extra_logs"]
+            feedback = self.tokenize(result["environment_feedback"]) if result["environment_feedback"] else []
+            tokens, text = tokens + action + feedback, text + action_text + result["environment_feedback"]
+            if logprobs is not None:
+                logprobs += (action_lp or [0.0] * len(action)) + [0.0] * len(feedback)
+            if result["done"]:
+                break
+        return {"prompt": prompt, "label": label, "images": None, "mm_train_inputs": None, "reward": total,
+                "scores": scores, "observation_tokens": tokens, "action_ranges": ranges,
+                "rollout_log_probs": logprobs, "truncated": truncated, "extra_logs": logs}
+
+    async def run_turns(self, prompt, label, observation: str) -> list[dict]:
+        samples, scores, returns, done = [], [], None, False
+        while not done:
+            context = self.fit_prompt(self.tokenize(observation))
+            action, action_lp, truncated, action_text, end = await self.generate(context)
+            result = await self.step(observation, action_text, label, end)
+            info, done = result["info"], result["done"]
+            scores.append(float(info["score"]))
+            logprobs = None
+            if self.want_logprobs:
+                logprobs = [0.0] * len(context) + (action_lp or [0.0] * len(action))
+            samples.append({"prompt": prompt, "label": label, "images": None, "mm_train_inputs": None,
+                            "observation_tokens": context + action,
+                            "action_ranges": [(len(context), len(context) + len(action))],
+                            "rollout_log_probs": logprobs, "truncated": truncated, "scores": scores[-1],
+                            "extra_logs": turn_logs(info)})
+            if done:
+                returns = info.get("returns")
+            else:
+                observation = self.agent.chat.user_turn(result["observation"])
+        if returns is None or len(returns) != len(samples):
+            returns = aggregate(scores, self.agent.gamma, self.agent.aggregation)
+        for sample, ret in zip(samples, returns):
+            sample["reward"] = float(ret)
+            sample["extra_logs"]["kernel/return"] = float(ret)
+        return samples
+
+
+AgentExecutor = KernelRefineExecutor
+"""The name OpenRLHF's `--train.agent_func_path` loader looks for (instantiated with no arguments)."""

@@ -1,0 +1,69 @@
+"""One evaluator per process, shared by every env a training framework creates in it.
+
+Trainers such as OpenRLHF create one agent (so one env) per sampled episode, hundreds at once in one vLLM actor;
+each must not start its own worker pool. `shared_evaluator()` returns the process-wide evaluator for a spec:
+
+- `KERNEL_GYM_EVALUATOR` (or the `spec` argument): "local" (default), "ray[:address]" or "http(s)://host:port",
+  as `kernel_gym.eval.evaluator.evaluator_from_spec` reads it;
+- `KERNEL_GYM_EVAL_WORKERS`: sandbox workers of a local pool (default 1);
+- `device`: the device of the envs that use it (a local pool runs its workers there).
+
+The cache lives in this module (not in the agent file, which OpenRLHF loads a second time under another name), so
+every copy of the agent shares it. `close_shared_evaluators()` closes them (also at interpreter exit).
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import threading
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+ENV_EVALUATOR = "KERNEL_GYM_EVALUATOR"
+ENV_WORKERS = "KERNEL_GYM_EVAL_WORKERS"
+
+_lock = threading.Lock()
+_evaluators: dict[tuple[str, str, int], Any] = {}
+
+
+def evaluator_settings(spec: str | None = None, workers: int | None = None) -> tuple[str, int]:
+    """(spec, workers) after applying the environment variables to the arguments left as None."""
+    spec = (os.environ.get(ENV_EVALUATOR, "") if spec is None else spec).strip() or "local"
+    if workers is None:
+        workers = int(os.environ.get(ENV_WORKERS, "1") or 1)
+    return spec, max(1, workers)
+
+
+def shared_evaluator(device: str, spec: str | None = None, workers: int | None = None):
+    """The process-wide evaluator for (spec, device, workers), built on first use."""
+    from kernel_gym.eval.evaluator import evaluator_from_spec
+
+    spec, workers = evaluator_settings(spec, workers)
+    key = (spec, device, workers)
+    with _lock:
+        evaluator = _evaluators.get(key)
+        if evaluator is None:
+            logger.info("kernel-gym: starting the shared %s evaluator (device=%s, workers=%d)", spec, device, workers)
+            evaluator = evaluator_from_spec(spec, device=device, workers=workers)
+            start = getattr(evaluator, "start", None)
+            if callable(start):
+                start()
+            _evaluators[key] = evaluator
+        return evaluator
+
+
+def close_shared_evaluators() -> None:
+    with _lock:
+        evaluators = list(_evaluators.values())
+        _evaluators.clear()
+    for evaluator in evaluators:
+        try:
+            evaluator.close()
+        except Exception:  # closing at exit: one failing pool must not keep the others open
+            logger.exception("kernel-gym: closing a shared evaluator failed")
+
+
+atexit.register(close_shared_evaluators)
