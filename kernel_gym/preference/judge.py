@@ -157,7 +157,7 @@ class LLMJudge:
             text = template
         self.template = _TEMPLATES.from_string(text)
         self._identity = hashlib.sha256(f"{text}\0{policy.name}".encode()).hexdigest()  # a new rubric or judge: new cache
-        self.cache_dir = Path(cache_dir) if cache_dir else None
+        self.cache_dir = Path(cache_dir).expanduser() if cache_dir else None
         self._memory: dict[str, JudgeVerdict] = {}
         self._lock = threading.Lock()
         self._down_until, self._last_failure = 0.0, ""
