@@ -337,3 +337,71 @@ def test_train_script_flags_parse_with_openrlhf(repo_root):
     assert args.algo.advantage.estimator == "group_norm" and args.rollout.n_samples_per_prompt == 8
     assert args.ds.zero_stage == 3 and args.vllm.num_engines >= 1
     assert (args.data.input_key, args.data.label_key, args.data.apply_chat_template) == ("prompt", "label", True)
+
+
+_SAMPLES_GENERATOR_PROBE = r'''
+import json, sys, types
+
+# vLLM is a GPU-only install: stub the three names OpenRLHF's rollout modules import from it at module level.
+vllm = types.ModuleType("vllm")
+vllm.__version__ = "0"
+vllm.SamplingParams = lambda **kw: types.SimpleNamespace(**kw)
+vllm.inputs = types.ModuleType("vllm.inputs")
+vllm.inputs.TokensPrompt = dict
+vllm.utils = types.ModuleType("vllm.utils")
+vllm.utils.random_uuid = lambda: "0"
+sys.modules.update({"vllm": vllm, "vllm.inputs": vllm.inputs, "vllm.utils": vllm.utils})
+
+from openrlhf.trainer.ppo_utils import samples_generator as sg
+from kernel_gym.integrations import openrlhf_train as launcher
+
+assert launcher.install() and launcher.install()  # idempotent
+
+
+class Ref:  # an object ref that holds its value (no Ray cluster in this test)
+    def __init__(self, value):
+        self.value = value
+
+
+sg.ray = types.SimpleNamespace(get=lambda r: [x.value for x in r] if isinstance(r, list) else r.value,
+                               wait=lambda refs, num_returns=1, timeout=None: (refs[:num_returns], refs[num_returns:]))
+launcher._FLATTEN_TASK = types.SimpleNamespace(remote=lambda ref: Ref(launcher.flatten_responses(ref.value)))
+T = 3
+
+
+def turn_sample(prompt, s, t):
+    return {"prompt": prompt, "label": "L", "observation_tokens": [1, 2, 3, 4 + t], "action_ranges": [(2, 4)],
+            "rollout_log_probs": None, "truncated": False, "reward": 10.0 * s + t, "scores": float(t),
+            "extra_logs": {"kernel/turn": float(t + 1)}, "images": None, "mm_train_inputs": None}
+
+
+def generate_responses(prompt, label, sampling_params, max_length, hf_tokenizer, num_samples, images):
+    # what RolloutRayActor.generate_responses returns: one executor result (here a list of turns) per sample
+    return Ref([[turn_sample(prompt, s, t) for t in range(T)] for s in range(num_samples)])
+
+
+engine = types.SimpleNamespace(generate_responses=types.SimpleNamespace(remote=generate_responses),
+                               get_num_unfinished_requests=types.SimpleNamespace(remote=lambda: Ref(0)))
+gen = object.__new__(sg.SamplesGenerator)
+gen.args = types.SimpleNamespace(rollout=types.SimpleNamespace(n_samples_per_prompt=2),
+                                 algo=types.SimpleNamespace(advantage=types.SimpleNamespace(is_correction_level="off")))
+gen.vllm_engines, gen.tokenizer = [engine], None
+batches = iter([(["d", "d"], ["p0", "p1"], ["L", "L"], [None, None])])
+experiences, consumed, _ = gen._generate_vllm(batches, num_prompts=2, dynamic_filtering=False, max_len=64,
+                                              n_samples_per_prompt=2)
+print(json.dumps({"consumed": consumed, "rewards": [e.rewards.item() for e in experiences],
+                  "prompts": [e.prompts[0] for e in experiences],
+                  "turns": [e.info["kernel/turn"].item() for e in experiences]}))
+'''
+
+
+def test_launcher_patch_makes_one_experience_per_turn():
+    """OpenRLHF's real SamplesGenerator._generate_vllm, patched by the launcher, with the Ray calls and the vLLM
+    actor replaced by in-process values: each prompt's n episodes of T turns become n·T experiences, turn-major."""
+    pytest.importorskip("ray", reason="OpenRLHF's rollout modules import ray")
+    run = subprocess.run([sys.executable, "-c", _SAMPLES_GENERATOR_PROBE], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert out["consumed"] == 2 and out["prompts"] == ["p0"] * 6 + ["p1"] * 6
+    assert out["rewards"] == [0.0, 10.0, 1.0, 11.0, 2.0, 12.0] * 2  # groups of n=2: same task, same turn
+    assert out["turns"] == [1.0, 1.0, 2.0, 2.0, 3.0, 3.0] * 2
