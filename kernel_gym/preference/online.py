@@ -27,6 +27,7 @@ class Critics:
     def __init__(self, ranker: Any = None, judge: Any = None):
         self.ranker: Ranker | None = None if ranker is None else load_ranker(ranker)
         self.judge: LLMJudge | None = make_judge(judge)
+        self._owns_judge = not isinstance(judge, LLMJudge)  # a judge object passed in may serve other envs too
 
     @classmethod
     def from_config(cls, ranker: Any, judge: Any) -> Critics | None:
@@ -56,7 +57,7 @@ class Critics:
         if self.judge is not None:
             flags: list[str] = []
             if correct:
-                verdict = self.judge.judge(task.id, task.source, code, language=_language(result),
+                verdict = self.judge.judge(task.id, task.source, code,
                                            allowed_library=checks in ("standard", "permissive"))
                 if verdict.score is not None:
                     signals["judge"] = verdict.score
@@ -70,12 +71,8 @@ class Critics:
         return signals, info
 
     def close(self) -> None:
-        if self.judge is not None:
+        if self.judge is not None and self._owns_judge:
             self.judge.close()
-
-
-def _language(result: Any) -> str:
-    return "cpp" if str(getattr(result, "backend", "") or "").startswith("cuda") else "python"
 
 
 def _input(task: Any, code: str, response: str, result: Any, turn: int) -> RankerInput:

@@ -185,3 +185,36 @@ def test_cli(log, tmp_path, capsys):
     lines = out.read_text().splitlines()
     assert len(lines) == 18 and all({"prompt", "chosen", "rejected", "evidence"} <= set(json.loads(x)) for x in lines)
     assert main(["pairs", str(tmp_path / "missing.jsonl"), "--out", str(out)]) == 2
+
+
+# ---- real logs: an env's log_dir and a rollout folder ----------------------------------------------------------
+def test_pairs_from_a_real_env_log(make_env, solution, respond, relu_code, tmp_path):
+    from kernel_gym.preference import read_candidates
+
+    env = make_env(max_turns=3, log_dir=str(tmp_path / "env"))
+    env.reset(seed=0)
+    for action in (respond(solution("level1/relu")), respond(relu_code()), respond(relu_code(body="x"))):
+        env.step(action)
+    env.close()
+    first, second, wrong = read_candidates([tmp_path / "env"])
+    assert first.correct and second.correct and not wrong.correct and wrong.error == "mismatch"
+    assert first.runtime_ms and first.runtime_cv is not None and first.baseline_cv is not None  # info["timing"]
+    assert first.prompt and second.prompt and first.prompt != second.prompt  # each turn's own observation
+    assert "```" not in first.code and "ModelNew" in first.code  # the logged code span
+    stats = PairStats()
+    records = pairs_from_logs([tmp_path / "env"], stats=stats)
+    assert sum(r["rule"] == "correct>incorrect" for r in records) == 2
+    assert stats.ties_in_band + sum(r["rule"] == "faster" for r in records) == 1  # the two correct: decided once
+    assert all(r["prompt"] == first.prompt for r in records)  # group=task: the task's opening prompt
+
+
+def test_pairs_from_a_rollout_folder(evaluator, solution, respond, relu_code, tmp_path):
+    from kernel_gym.policies import ScriptedPolicy
+    from kernel_gym.rollout import evaluate
+
+    answers = [respond(solution("level1/relu")), respond(relu_code(body="x"))]
+    policy = ScriptedPolicy(lambda r: answers[r.trajectory])
+    evaluate(policy, "level1/relu", "2x1", out=tmp_path / "run", evaluator=evaluator, env={"device": "cpu"})
+    (record,) = pairs_from_logs([tmp_path / "run"])
+    assert record["rule"] == "correct>incorrect" and record["chosen"] == answers[0] and record["rejected"] == answers[1]
+    assert record["prompt"]  # rollouts log the prompt by default
