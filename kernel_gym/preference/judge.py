@@ -144,7 +144,10 @@ class LLMJudge:
             defaults = dict(_POLICY_DEFAULTS.get(kind, {}))
             if kind == "openai":
                 defaults["timeout_s"] = timeout_s
-            policy = make_policy(policy, **{**defaults, **options})
+            try:
+                policy = make_policy(policy, **{**defaults, **options})
+            except TypeError as e:  # an option the policy does not take
+                raise ConfigError(f"judge {policy!r}: {e}") from None
         elif not isinstance(policy, Policy):
             raise ConfigError(f"judge policy must be a spec like 'openai:URL' or a Policy, got {policy!r}")
         self.policy, self.timeout_s, self.retry_after_s = policy, float(timeout_s), float(retry_after_s)

@@ -177,3 +177,42 @@ def test_env_keeps_going_when_the_judge_is_down(make_env, solution, respond):
     assert truncated and info["correct"] and reward == pytest.approx(0.3 + info["speedup"])
     assert info["judge"]["score"] is None and "judge unavailable" in info["judge"]["note"]
     assert "judge" not in info["signals"] and info["reward_terms"]["judge"] == 0.0 and info["review_flags"] == []
+
+
+# ---- a local transformers model as the judge ---------------------------------------------------------------------
+WORDS = ["<unk>", "<pad>", "<s>", "</s>", "<|user|>", "<|assistant|>", "{", "}", '"genuine":', "true,", "false,",
+         '"quality":', "7", "kernel"]
+
+
+def tiny_judge_model():
+    """A random 1-layer Llama and a word-level tokenizer with a chat template, built here (no download)."""
+    pytest.importorskip("transformers")
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    core = Tokenizer(models.WordLevel(vocab={w: i for i, w in enumerate(WORDS)}, unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    core.decoder = decoders.WordPiece()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=core, unk_token="<unk>", pad_token="<pad>",
+                                        bos_token="<s>", eos_token="</s>")
+    tokenizer.chat_template = ("{% for m in messages %}<|{{ m['role'] }}|> {{ m['content'] }} {% endfor %}"
+                               "{% if add_generation_prompt %}<|assistant|>{% endif %}")
+    config = LlamaConfig(vocab_size=len(WORDS), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                         num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=8192,
+                         pad_token_id=1, bos_token_id=2, eos_token_id=3)
+    torch.manual_seed(0)
+    return LlamaForCausalLM(config), tokenizer
+
+
+@pytest.mark.timeout(180)
+def test_local_transformers_judge_never_breaks_on_nonsense():
+    from kernel_gym.policies import HFPolicy
+
+    model, tokenizer = tiny_judge_model()
+    judge = LLMJudge(HFPolicy(model, tokenizer, temperature=0.0, max_new_tokens=6), timeout_s=60)
+    verdict = judge.judge("level1/relu", REFERENCE, "@triton.jit\ndef kernel(): ...")
+    # a random model answers words, not a verdict: no signal, with the reason, and nothing cached
+    assert verdict.score is None and verdict.note.startswith("judge reply unusable") and judge.calls == 1
+    with pytest.raises(ConfigError):
+        LLMJudge("openai:http://127.0.0.1:9/v1", no_such_option=1)
