@@ -194,6 +194,36 @@ def test_agent_multi_turn_episode(evaluator, respond, solution, relu_code, token
     assert evaluator.pool is not None
 
 
+def test_chat_format_follows_the_dataset_prompt(tokenizer):
+    chat = adapter.ChatFormat(tokenizer)
+    chat.learn(chat_prompt(tokenizer, "the observation"), "the observation")  # the prompt wraps the observation
+    assert chat.user_turn("next") == chat_prompt(tokenizer, "next")
+    other = adapter.ChatFormat(tokenizer)
+    other.learn(chat_prompt(tokenizer, "another task's prompt"), "this episode's observation")  # template detected
+    assert other.user_turn("next") == chat_prompt(tokenizer, "next")
+    plain = adapter.ChatFormat(tokenizer)
+    plain.learn("the observation", "the observation")  # no chat template applied to the dataset: plain text
+    assert plain.user_turn("next") == "next" and plain.followup("fb") == "\n\nfb\n\n"
+
+
+def test_agent_runs_under_openrlhfs_stock_multi_turn_executor(evaluator, tokenizer):
+    """OpenRLHF's own MultiTurnAgentExecutor (it creates the agent with no arguments) over a 2-turn episode."""
+
+    class Agent(adapter.KernelRefineAgent):
+        def __init__(self):
+            super().__init__(evaluator=evaluator)
+
+    raw = reset_prompt(evaluator, task="level1/relu", device="cpu", max_turns=2)
+    engine = ScriptedEngine(tokenizer, [NO_CODE, NO_CODE])
+    label = json.dumps({"task": "level1/relu", "device": "cpu", "max_turns": 2})
+    out = asyncio.run(MultiTurnAgentExecutor(Agent).execute(raw, label, sampling_params(), 8192, tokenizer, engine))
+    assert len(out["action_ranges"]) == 2 and out["reward"] == 0.0
+    assert out["extra_logs"]["kernel/turn"] == 2.0
+    assert out["extra_logs"]["kernel/error_code"] == adapter.ERROR_CODES.index("format_error")
+    text = tokenizer.decode(out["observation_tokens"])
+    assert text.startswith(raw) and "Result of turn 1: FORMAT ERROR" in text and "Result of turn 2" not in text
+
+
 # ---- the executor --------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("mode", ["sum", "max"])
 def test_turns_executor_returns_match_aggregate(mode, monkeypatch, evaluator, respond, solution, tokenizer):
