@@ -10,8 +10,9 @@ model ("hf:MODEL"), prompted with a jinja2 rubric (templates/judge.j2, or your o
 
 Verdicts are cached per (rubric, judge, task, code) hash in memory and, with `cache_dir`, on disk. The judge never
 stops or stalls the env: a call has a hard deadline (`timeout_s`), and a failure — connection refused, HTTP error,
-timeout, an unparseable reply — gives no signal (`score` None) with a note saying why; after a failure the judge
-is not asked again for `retry_after_s`, so a judge that is down costs at most one deadline per that period.
+timeout, an unparseable reply — gives no signal (`score` None) with a note saying why; after the endpoint fails
+(not a bad reply) the judge is not asked again for `retry_after_s`, so a judge that is down costs at most one
+deadline per that period.
 """
 
 from __future__ import annotations
@@ -130,7 +131,7 @@ class LLMJudge:
     | policy | — | "openai:URL", "hf:MODEL", or a Policy object |
     | template | None | a jinja2 rubric (text, or a path to a file); None: the packaged templates/judge.j2 |
     | timeout_s | 30 | hard deadline of one judgment (the endpoint's own timeout too) |
-    | retry_after_s | 60 | after a failure, answer "no signal" without asking for this long |
+    | retry_after_s | 60 | after the endpoint fails, answer "no signal" without asking for this long |
     | cache_dir | None | a folder for verdicts on disk (one JSON file per hash), shared across runs |
     | max_code_chars | 24000 | longest code or reference shown (cut beyond) |
     | **options | | passed to the policy (model, api_key, max_tokens, system_prompt, ...) |
@@ -191,8 +192,9 @@ class LLMJudge:
         except FutureTimeout:
             future.cancel()
             return self._failed(f"judge timed out after {self.timeout_s:g} s")
-        except JudgeReplyError as e:
-            return self._failed(f"judge reply unusable: {e}")
+        except JudgeReplyError as e:  # the judge is up but said nothing usable: no signal, and no pause
+            logger.warning("judge reply unusable: %s", e)
+            return JudgeVerdict(None, note=f"judge reply unusable: {e}"[:500])
         except Exception as e:  # connection refused, HTTP errors, a local model's errors: no signal, never a crash
             return self._failed(f"judge unavailable: {type(e).__name__}: {e}")
         verdict = JudgeVerdict(verdict_score(genuine, quality), genuine, quality, reason)
