@@ -6,7 +6,7 @@ with no arguments); `kernel-gym openrlhf-agent-path` prints its path. Guide: doc
 - `KernelRefineAgent` (an OpenRLHF `AgentInstanceBase`): one episode of a `KernelRefineEnv` built from the
   prompt's label (a JSON object with `task` and any `gym.make` keyword). `step` returns the turn's reward tensor,
   `scores` (best turn score so far), `environment_feedback` (the newest feedback as a follow-up user turn),
-  `done` and numeric `extra_logs`. Evaluation runs off the event loop (`asyncio.to_thread`) on the process's
+  `done` and numeric `extra_logs`. Evaluation runs off the event loop (a thread pool) on the process's
   shared evaluator (a local sandbox pool, Ray workers or `kernel-gym serve`, see `shared_evaluator`), never in
   the vLLM actor's own process.
 - `KernelRefineExecutor` (an `AgentExecutorBase`), two modes:
@@ -32,13 +32,13 @@ Run-level settings (environment variables of the Ray workers; the launcher forwa
 | KERNEL_GYM_ENV_KWARGS | {} | JSON object of further `gym.make` keywords (e.g. {"preset": "kevin"}) |
 | KERNEL_GYM_EVALUATOR | local | "local", "ray[:address]" or "http(s)://host:port" |
 | KERNEL_GYM_EVAL_WORKERS | 1 | sandbox workers of a local pool (per vLLM actor process) |
+| KERNEL_GYM_EVAL_THREADS | 64 | threads waiting on evaluations at once (per process) |
 
 A label's own keys win over these defaults. A label may also hold `seed` (the env's reset seed).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import os
@@ -49,7 +49,7 @@ import torch
 from openrlhf.utils.agent import AgentExecutorBase, AgentInstanceBase
 
 from kernel_gym.errors import ConfigError
-from kernel_gym.integrations.shared_evaluator import shared_evaluator
+from kernel_gym.integrations.shared_evaluator import offload, shared_evaluator
 from kernel_gym.rewards import aggregate
 
 logger = logging.getLogger(__name__)
@@ -178,8 +178,8 @@ def _template_wrapper(tokenizer: Any) -> tuple[str, str] | None:
                                              add_generation_prompt=True)
     except Exception:  # no usable template: the prompt is then taken as plain text
         return None
-    before, _, after = text.partition(mark)
-    return (before, after) if _ else None
+    before, found, after = text.partition(mark)
+    return (before, after) if found else None
 
 
 def _template_breaks(tokenizer: Any) -> tuple[str, str] | None:
@@ -211,9 +211,9 @@ class KernelRefineAgent(AgentInstanceBase):
 
     async def reset(self, states: dict, **kwargs: Any) -> dict:
         env_kwargs, seed = env_settings(states.get("label"))
-        self.env = await asyncio.to_thread(self._make_env, env_kwargs)
+        self.env = await offload(self._make_env, env_kwargs)
         self.config = self.env.config
-        observation, info = await asyncio.to_thread(self.env.reset, seed=seed)
+        observation, info = await offload(self.env.reset, seed=seed)
         self.scores = []
         prompt = states.get("observation")
         self.chat.learn(prompt, observation)
@@ -226,13 +226,13 @@ class KernelRefineAgent(AgentInstanceBase):
     async def step(self, states: dict, **kwargs: Any) -> dict:
         if self.env is None:
             raise ConfigError("KernelRefineAgent.step() before reset()")
-        observation, reward, terminated, truncated, info = await asyncio.to_thread(self.env.step,
+        observation, reward, terminated, truncated, info = await offload(self.env.step,
                                                                                   states["action_text"])
         done = bool(terminated or truncated)
         self.scores.append(float(info["score"]))
         if done:
             feedback = ""
-            await asyncio.to_thread(self.close)
+            await offload(self.close)
         else:
             text = _FOLLOWUP.format(turn=info["turn"], feedback=info["feedback"], next=info["turn"] + 1,
                                     max_turns=self.max_turns)
@@ -292,7 +292,7 @@ class KernelRefineExecutor(AgentExecutorBase):
                 return await episode.run_summed(prompt, label, reset["observation"])
             return await episode.run_turns(prompt, label, reset["observation"])
         finally:
-            await asyncio.to_thread(agent.close)
+            await offload(agent.close)
 
 
 class _Episode:

@@ -8,25 +8,34 @@ each must not start its own worker pool. `shared_evaluator()` returns the proces
 - `KERNEL_GYM_EVAL_WORKERS`: sandbox workers of a local pool (default 1);
 - `device`: the device of the envs that use it (a local pool runs its workers there).
 
+`offload(fn, ...)` runs a blocking call (an env step waiting for its evaluation) on the process's thread pool of
+`KERNEL_GYM_EVAL_THREADS` threads (default 64: episodes whose evaluations may be in flight at once; asyncio's
+default pool would cap them at cpu_count + 4), so the caller's event loop (vLLM's) keeps running.
+
 The cache lives in this module (not in the agent file, which OpenRLHF loads a second time under another name), so
 every copy of the agent shares it. `close_shared_evaluators()` closes them (also at interpreter exit).
 """
 
 from __future__ import annotations
 
+import asyncio
 import atexit
+import functools
 import logging
 import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 logger = logging.getLogger(__name__)
 
 ENV_EVALUATOR = "KERNEL_GYM_EVALUATOR"
 ENV_WORKERS = "KERNEL_GYM_EVAL_WORKERS"
+ENV_THREADS = "KERNEL_GYM_EVAL_THREADS"
 
 _lock = threading.Lock()
 _evaluators: dict[tuple[str, str, int], Any] = {}
+_threads: ThreadPoolExecutor | None = None
 
 
 def evaluator_settings(spec: str | None = None, workers: int | None = None) -> tuple[str, int]:
@@ -53,6 +62,17 @@ def shared_evaluator(device: str, spec: str | None = None, workers: int | None =
                 start()
             _evaluators[key] = evaluator
         return evaluator
+
+
+async def offload(fn, /, *args: Any, **kwargs: Any) -> Any:
+    """`await offload(fn, *args)`: fn(*args, **kwargs) on the shared thread pool, off the event loop."""
+    global _threads
+    with _lock:
+        if _threads is None:
+            _threads = ThreadPoolExecutor(max_workers=max(1, int(os.environ.get(ENV_THREADS, "64") or 64)),
+                                          thread_name_prefix="kernel-gym-eval")
+        pool = _threads
+    return await asyncio.get_running_loop().run_in_executor(pool, functools.partial(fn, *args, **kwargs))
 
 
 def close_shared_evaluators() -> None:

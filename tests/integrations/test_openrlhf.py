@@ -194,6 +194,43 @@ def test_agent_multi_turn_episode(evaluator, respond, solution, relu_code, token
     assert evaluator.pool is not None
 
 
+def test_evaluation_runs_off_the_event_loop(respond, relu_code):
+    """While one episode waits on its evaluation, the event loop (vLLM's, in training) keeps running."""
+    import time
+
+    from kernel_gym.eval.result import EvalResult, Outcome
+
+    class SlowEvaluator:  # stands in for a busy evaluation pool: 0.5 s per job
+        def evaluate(self, job):
+            time.sleep(0.5)
+            return EvalResult(outcome=Outcome.MISMATCH, message="slow")
+
+        def close(self):
+            pass
+
+    agent = adapter.KernelRefineAgent(evaluator=SlowEvaluator())
+    label = json.dumps({"task": "level1/relu", "device": "cpu", "max_turns": 1})
+
+    async def main():
+        await agent.reset({"observation": "", "label": label})
+        ticks = 0
+
+        async def ticker():
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.01)
+                ticks += 1
+
+        ticking = asyncio.create_task(ticker())
+        result = await agent.step({"observation_text": "", "action_text": respond(relu_code()), "label": label})
+        ticking.cancel()
+        return result, ticks
+
+    result, ticks = asyncio.run(main())
+    assert result["done"] is True and result["extra_logs"]["kernel/error_code"] == adapter.ERROR_CODES.index("mismatch")
+    assert ticks >= 10
+
+
 def test_chat_format_follows_the_dataset_prompt(tokenizer):
     chat = adapter.ChatFormat(tokenizer)
     chat.learn(chat_prompt(tokenizer, "the observation"), "the observation")  # the prompt wraps the observation
