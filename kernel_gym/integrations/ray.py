@@ -119,13 +119,14 @@ class RayEvaluator:
     | workers_per_actor | 1 | sandbox workers (concurrent jobs) per actor; 1 keeps timing exclusive per GPU |
     | static_checks | "caller" | where static anti-hack checks run: "caller" (this process) or "actor" |
     | memory_limit_gb | None | address-space limit of each cpu sandbox worker |
+    | resources | None | custom Ray resources an actor needs, e.g. {"kernel_eval": 1} to stay on evaluation nodes |
     | init_kwargs | None | extra `ray.init` arguments (e.g. runtime_env) |
     """
 
     def __init__(self, address: str | None = None, *, actors: int | None = None, device: str = "auto",
                  num_gpus_per_actor: float | None = None, num_cpus_per_actor: float = 1.0,
                  workers_per_actor: int = 1, static_checks: str = "caller", memory_limit_gb: float | None = None,
-                 init_kwargs: dict[str, Any] | None = None):
+                 resources: dict[str, float] | None = None, init_kwargs: dict[str, Any] | None = None):
         ray = _ray()
         if static_checks not in ("caller", "actor"):
             raise ConfigError(f"static_checks must be 'caller' or 'actor', not {static_checks!r}")
@@ -136,8 +137,8 @@ class RayEvaluator:
             ray.init(address=address, **(init_kwargs or {}))
         elif address is not None:
             log.info("Ray is already initialized; RayEvaluator ignores address=%r", address)
-        resources = ray.cluster_resources()
-        self.device = device if device != "auto" else ("cuda" if resources.get("GPU", 0) >= 1 else "cpu")
+        cluster = ray.cluster_resources()
+        self.device = device if device != "auto" else ("cuda" if cluster.get("GPU", 0) >= 1 else "cpu")
         if self.device not in ("cuda", "cpu"):
             raise ConfigError(f"device must be 'cuda', 'cpu' or 'auto', not {device!r}")
         gpus = num_gpus_per_actor if num_gpus_per_actor is not None else (1 if self.device == "cuda" else 0)
@@ -152,7 +153,7 @@ class RayEvaluator:
         self.workers_per_actor, self.static_checks = workers_per_actor, static_checks
         self.memory_limit_gb = memory_limit_gb
         self._options = {"num_gpus": gpus, "num_cpus": num_cpus_per_actor, "max_concurrency": workers_per_actor,
-                         "max_restarts": 0}
+                         "max_restarts": 0, **({"resources": resources} if resources else {})}
         self._remote = ray.remote(EvalActor)
         self._prefix = f"kernel_gym_eval_{uuid.uuid4().hex[:8]}"
         self._cond = threading.Condition()
@@ -283,8 +284,10 @@ class RayEvaluator:
             self._closed = True
             self._cond.notify_all()
             slots = list(self._slots)
-        try:  # a clean stop first, so that the sandbox workers' folders are removed too
-            ray.get([s.handle.close.remote() for s in slots], timeout=30)
+        try:  # a clean stop first for started actors, so that their sandbox workers' folders are removed too
+            refs = [s.ready_ref for s in slots]
+            started, _ = ray.wait(refs, num_returns=len(refs), timeout=0)
+            ray.get([s.handle.close.remote() for s in slots if s.ready_ref in started], timeout=30)
         except Exception:  # a dead or stuck actor: killing it below is enough (its workers die with it)
             pass
         for slot in slots:

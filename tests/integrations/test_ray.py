@@ -148,6 +148,14 @@ def test_evaluator_from_spec_and_bad_arguments(ray_cluster):
         RayEvaluator(device="cpu", static_checks="nowhere")
     with pytest.raises(ConfigError):
         RayEvaluator(device="cpu", workers_per_actor=0)
+    from kernel_gym.errors import KernelGymError
+
+    unplaceable = RayEvaluator(device="cpu", resources={"no_such_resource": 1})
+    try:
+        with pytest.raises(KernelGymError, match="ray status"):
+            unplaceable.warm_up(timeout_s=2)
+    finally:
+        unplaceable.close()
     ev = evaluator_from_spec("ray")
     try:
         assert isinstance(ev, RayEvaluator) and ev.device == "cpu" and ev.capacity == 1
