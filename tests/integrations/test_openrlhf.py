@@ -472,3 +472,25 @@ def test_launcher_patch_makes_one_experience_per_turn():
     assert out["consumed"] == 2 and out["prompts"] == ["p0"] * 6 + ["p1"] * 6
     assert out["rewards"] == [0.0, 10.0, 1.0, 11.0, 2.0, 12.0] * 2  # groups of n=2: same task, same turn
     assert out["turns"] == [1.0, 1.0, 2.0, 2.0, 3.0, 3.0] * 2
+
+
+def test_launcher_main_runs_openrlhfs_cli_with_the_patch(monkeypatch):
+    ray = pytest.importorskip("ray", reason="the launcher starts Ray")
+    calls = {}
+    for name in (adapter.ENV_MODE, adapter.ENV_FLATTEN):  # recorded first, so both are restored after the test
+        monkeypatch.setenv(name, "recorded")
+    monkeypatch.delenv(adapter.ENV_MODE)
+    monkeypatch.setattr(launcher, "install", lambda: calls.setdefault("installed", True))
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", lambda **kwargs: calls.setdefault("ray_init", kwargs))
+    monkeypatch.setattr(launcher.runpy, "run_module",
+                        lambda name, run_name, alter_sys: calls.update(module=name, run_name=run_name, argv=sys.argv))
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    launcher.main(["--rollout.n_samples_per_prompt", "4"])
+    assert os.environ[adapter.ENV_MODE] == "turns" and os.environ[adapter.ENV_FLATTEN] == "1"
+    assert calls["installed"] and calls["module"] == "openrlhf.cli.train_ppo_ray" and calls["run_name"] == "__main__"
+    assert calls["argv"][1:] == ["--rollout.n_samples_per_prompt", "4", "--train.agent_func_path", launcher.agent_path()]
+    env = calls["ray_init"]["runtime_env"]
+    assert env["worker_process_setup_hook"] == launcher.SETUP_HOOK
+    assert env["env_vars"][adapter.ENV_MODE] == "turns" and env["env_vars"][adapter.ENV_FLATTEN] == "1"
+
