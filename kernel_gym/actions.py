@@ -15,7 +15,8 @@ DEFAULT_MAX_CODE_CHARS = 100_000
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})\s*([\w+#.-]*)")
 _TRITON = re.compile(r"@\s*triton\.(jit|autotune|heuristics)|import\s+triton")
 _CUDA = re.compile(r"load_inline|__global__|cpp_extension")
-_BACKENDS = ("triton", "cuda")
+_RAW = re.compile(r"\bkernel_gym\.cuda_raw\b|from\s+kernel_gym\s+import\s+[^\n]*\bcuda_raw\b")
+_BACKENDS = ("triton", "cuda", "cuda_raw")
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,10 @@ def _junk_message(text: str) -> str | None:
 
 
 def detect_backend(code: str) -> str | None:
-    """'cuda' when the code builds CUDA (load_inline / __global__), else 'triton' when it uses Triton."""
+    """'cuda_raw' when the code uses kernel_gym.cuda_raw, 'cuda' when it builds CUDA (load_inline / __global__),
+    else 'triton' when it uses Triton."""
+    if _RAW.search(code):
+        return "cuda_raw"
     if _CUDA.search(code):
         return "cuda"
     if _TRITON.search(code):

@@ -11,7 +11,7 @@ from typing import Any
 from kernel_gym.errors import ConfigError, UnknownPresetError
 from kernel_gym.paths import data_dir
 
-BACKENDS = ("auto", "triton", "cuda")
+BACKENDS = ("auto", "triton", "cuda", "cuda_raw")
 DEVICES = ("auto", "cpu", "cuda")
 
 
@@ -22,7 +22,8 @@ class EnvConfig:
     task: str | list[str] = "level1/relu"
     """A task id, a path to a KernelBench-format file, a list of them, or "suite:<name>" (sampled at reset)."""
     backend: str = "auto"
-    """"triton", "cuda" or "auto" (detected from each response's code)."""
+    """"triton", "cuda" (load_inline), "cuda_raw" (NVRTC kernels via kernel_gym.cuda_raw) or "auto" (detected
+    from each response's code)."""
     device: str = "auto"
     """"cuda", "cpu" or "auto" (cuda when available)."""
     max_turns: int = 8

@@ -90,7 +90,7 @@ class KernelRefineEnv(gym.Env):
     | name | type | default | meaning |
     |---|---|---|---|
     | task | str or list | "level1/relu" | task id, KernelBench file path, list, or "suite:level1" |
-    | backend | str | "auto" | "triton", "cuda" or "auto" |
+    | backend | str | "auto" | "triton", "cuda", "cuda_raw" or "auto" |
     | device | str | "auto" | "cuda", "cpu" or "auto" |
     | max_turns | int | 8 | turns per episode |
     | score | str or callable | "kevin" | per-turn score |
@@ -247,7 +247,7 @@ class KernelRefineEnv(gym.Env):
         meta = self.task.metadata
         tolerance = self._tolerance() if ("atol" in meta or "rtol" in meta) else None
         return EvalJob(task_id=self.task.id, task_source=self.task.source, code=parsed.code or "",
-                       backend=parsed.backend or ("cuda" if cfg.backend == "cuda" else "triton"),
+                       backend=parsed.backend or (cfg.backend if cfg.backend in ("cuda", "cuda_raw") else "triton"),
                        sizes=self.task.sizes_for(self.device, cfg.size), alt_sizes=self.task.alt_sizes_for(self.device)
                        if cfg.size in ("auto", "cpu", "full") else None, dtype=self.task.dtype,
                        allow_precision=self.task.allow_precision, tolerance=tolerance, config=eval_config)

@@ -12,7 +12,8 @@ from .cpp import cpp_sources
 from .presets import Preset
 from .reach import FnRef, forward_path
 
-EXT_BUILDERS = ("torch.utils.cpp_extension.load_inline", "torch.utils.cpp_extension.load")
+RAW_BUILDER = "kernel_gym.cuda_raw.compile"  # backend="cuda_raw": its module's attributes are the __global__ kernels
+EXT_BUILDERS = ("torch.utils.cpp_extension.load_inline", "torch.utils.cpp_extension.load", RAW_BUILDER)
 FUNC_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
@@ -146,7 +147,9 @@ class Context:
         consts = {t.id: s.value for s in self.tree.body if isinstance(s, ast.Assign)
                   for t in s.targets if isinstance(t, ast.Name)}
         for n in ast.walk(self.tree):
-            if isinstance(n, ast.Call) and self.resolve(n.func) in EXT_BUILDERS:
+            if isinstance(n, ast.Call) and self.resolve(n.func) == RAW_BUILDER:
+                names |= {m for text, _ in self.cpp for m in re.findall(r"__global__[^(;{}]*?\b(\w+)\s*\(", text)}
+            elif isinstance(n, ast.Call) and self.resolve(n.func) in EXT_BUILDERS:
                 fv = next((k.value for k in n.keywords if k.arg == "functions"), None)
                 fv = consts.get(fv.id, fv) if isinstance(fv, ast.Name) else fv
                 if fv is None:

@@ -20,13 +20,15 @@ import torch
 _WATCHED_MODULES = ("torch", "torch.cuda", "torch.nn.functional", "time", "builtins", "os", "gc", "threading",
                     "numpy", "triton", "triton.testing", "kernel_gym.eval.compare", "kernel_gym.eval.timing",
                     "kernel_gym.eval.runner", "kernel_gym.eval.integrity", "kernel_gym.eval.loading",
-                    "kernel_gym.sandbox.worker", "kernel_gym.sandbox.protocol")
+                    "kernel_gym.sandbox.worker", "kernel_gym.sandbox.protocol", "kernel_gym.cuda_raw",
+                    "kernel_gym.eval.launches")
 _WATCHED_CLASSES = (torch.Tensor, torch.cuda.Event, torch.nn.Module, threading.Thread)
 # The harness's own classes, resolved when the snapshot is taken (their methods decide the verdict).
 _WATCHED_CLASS_NAMES = ("kernel_gym.eval.runner.JobRun", "kernel_gym.eval.result.EvalResult",
                         "kernel_gym.eval.result.Timing", "kernel_gym.eval.result.Mismatch",
                         "kernel_gym.eval.timing.CudaTimer", "kernel_gym.eval.timing.WallTimer",
-                        "kernel_gym.sandbox.protocol.Reader")
+                        "kernel_gym.sandbox.protocol.Reader", "kernel_gym.cuda_raw.RawKernel",
+                        "kernel_gym.cuda_raw.RawModule")
 
 
 def _watched_classes() -> list[type]:

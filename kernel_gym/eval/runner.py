@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 
+from kernel_gym import cuda_raw
 from kernel_gym.eval import compare, cuda, launches, loading
 from kernel_gym.eval.errors import candidate_traceback, classify, trim
 from kernel_gym.eval.hacks import Hack
@@ -189,10 +190,15 @@ class JobRun:
         """Import the candidate (load_inline builds here), build both models, and make the first call (JIT)."""
         self.ref_module = loading.load_reference(self.job.task_source, self.job.sizes)
         threads = set(threading.enumerate())
+        cuda_raw.COMPILED.clear()  # (the worker set cuda_raw.TARGET_DEVICE to its device at start)
         try:
             self.cand_module = loading.load_candidate(self.job.code, self.workdir)
         except cuda.CudaSourcesCaptured as captured:
             self.cuda_on_cpu(captured.kwargs)
+        except cuda_raw.NoCudaDevice as no_device:
+            self.cuda_raw_on_cpu(no_device.module)
+        except cuda_raw.CompileError as error:
+            raise Stop(Outcome.COMPILE_ERROR, "NVRTC failed on the CUDA source:\n" + trim(error.log)) from None
         if not hasattr(self.cand_module, "ModelNew"):
             raise Stop(Outcome.COMPILE_ERROR, "the code defines no ModelNew")
         if any(t not in threads and t.is_alive() for t in threading.enumerate()):
@@ -219,6 +225,12 @@ class JobRun:
         self.signals.update(signals.cuda_compile_signals(kwargs.get("cuda_sources", ""), self.job.code, self.workdir))
         raise Stop(Outcome.UNSUPPORTED, "the CUDA sources compile (nvcc check), but CUDA kernels cannot run on the "
                    "CPU backend; evaluate on a GPU (device='cuda') or write a Triton solution")
+
+    def cuda_raw_on_cpu(self, module: Any) -> None:
+        self.compiled = True
+        self.signals.update(signals.cuda_raw_compile_signals(module, self.job.code))
+        raise Stop(Outcome.UNSUPPORTED, f"the CUDA source compiles (NVRTC, {module.arch}), but CUDA kernels cannot "
+                   "run on the CPU backend; evaluate on a GPU (device='cuda') or write a Triton solution")
 
     def trial(self, i: int, scale: float | None = None, judge: bool = True) -> Any:
         """One correctness trial on fresh inputs (floating inputs times `scale` if given); the mismatch or None."""
@@ -268,7 +280,7 @@ class JobRun:
             raise Stop(Outcome.MISMATCH, self.mismatch_text(bad[0][1]), mismatch=bad[0][1])
         self.distribution()
         self.audit_ops()
-        if self.job.backend == "triton":
+        if self.job.backend in ("triton", "cuda_raw"):
             self.ablation()
         if self.device.type == "cuda":
             self.kernel_share()
@@ -323,7 +335,7 @@ class JobRun:
         finally:
             launches.STATE.ablate = False
         if mismatch is None:
-            raise Hack("decoy_kernel", "the output stays correct when the solution's Triton kernels are skipped, so "
+            raise Hack("decoy_kernel", "the output stays correct when the solution's own kernels are skipped, so "
                        "the result is computed some other way; compute it in your kernels")
 
     def alt_shape(self) -> None:

@@ -54,6 +54,9 @@ def _initialize(device: str, root: Path) -> object:
 
     launches.install_triton_hooks()
     cuda.install(device, root / "extensions")
+    from kernel_gym import cuda_raw
+
+    cuda_raw.TARGET_DEVICE = device  # raw-CUDA kernels launch only in a cuda worker
     pin_precision()
     if device == "cuda":
         torch.cuda.init()

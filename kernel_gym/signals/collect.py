@@ -107,6 +107,26 @@ def cuda_compile_signals(cuda_source: str, code: str, workdir: Path) -> dict[str
     return out
 
 
+def cuda_raw_compile_signals(module: Any, code: str) -> dict[str, float]:
+    """CPU backend, raw-CUDA solution that NVRTC compiled: structure + resources/occupancy from its cubin (sm_90)."""
+    out: dict[str, float] = {}
+    _part(out, "structure", lambda: structure_signals(code, "cuda_raw"))
+    _part(out, "resources", lambda: resource_signals(_raw_kernels([module]), hardware.DEFAULT.capability))
+    return out
+
+
+def _raw_kernels(modules: list[Any]) -> list[KernelResources]:
+    """Resources of the kernels in kernel_gym.cuda_raw modules' cubins, with their launch configs from the source."""
+    found = []
+    for m in modules:
+        if m.cubin_path is None or not m.cubin_path.exists():
+            continue
+        for r in _with_launch_config(binary_resources(m.cubin_path), m.source):
+            threads, dynamic = m.launch_configs.get(r.name, (r.threads, r.dynamic_smem))  # as launched on the GPU
+            found.append(KernelResources(r.name, r.regs, r.smem, r.spill_bytes, threads=threads, dynamic_smem=dynamic))
+    return found
+
+
 def extension_files(*holders: Any) -> list[Path]:
     """Built extension libraries (`.so` outside site-packages) referenced by the candidate's module or model."""
     found = []
@@ -122,6 +142,10 @@ def _gpu_kernels(backend: str, code: str, launches: dict[int, Launch], holders: 
                  capability: tuple[int, int]) -> list[KernelResources]:
     if backend == "triton":
         return triton_kernels(launches, capability[0] * 10 + capability[1])
+    if backend == "cuda_raw":
+        from kernel_gym import cuda_raw
+
+        return _raw_kernels(list(cuda_raw.COMPILED))
     found = [r for path in extension_files(*holders) for r in binary_resources(path)]
     return _with_launch_config(found, cuda_source_strings(code))
 

@@ -29,7 +29,7 @@ def cuda_source_strings(code: str) -> str:
 
 def structure_signals(code: str, backend: str) -> dict[str, float]:
     """struct_* signals of a solution: `backend` "cuda" reads its CUDA strings, "triton" its jit functions."""
-    if backend == "cuda":
+    if backend in ("cuda", "cuda_raw"):
         source = cuda_source_strings(code)
         return cuda_structure(source) if source.strip() else {}
     return triton_structure(code)

@@ -18,6 +18,7 @@ RNG = ("torch.manual_seed", "torch.seed", "torch.set_rng_state", "torch.random."
        "torch.nn.modules.module.register_module_", "torch.nn.module.register_module_",
        "torch.nn.modules.module._global_", "torch.autograd.graph.register_", "torch._dynamo")
 PATCH_MODULES = ("unittest.mock", "mock", "pytest", "kernel_gym", "builtins", "__builtin__")
+ALLOWED_IMPORTS = ("kernel_gym.cuda_raw",)  # the raw-CUDA solution format's launcher (backend="cuda_raw")
 FIX = "Remove it: the solution may only define kernels and ModelNew; global state is pinned by the harness."
 
 
@@ -43,7 +44,8 @@ def _root_alias(ctx: Context, node: ast.AST) -> str | None:
 def check(ctx: Context):
     """No assignment, deletion or ``setattr`` on an imported module or anything reached through it
     (``torch.cuda.Event.elapsed_time = ...``, ``time.perf_counter = ...``, ``torch.backends.cudnn.*``,
-    ``sys.modules[...] = ...``, ``triton.*``, ``builtins``); no import of ``kernel_gym``,
+    ``sys.modules[...] = ...``, ``triton.*``, ``builtins``); no import of ``kernel_gym`` (except
+    ``kernel_gym.cuda_raw``, the raw-CUDA launcher),
     ``unittest.mock`` or ``builtins``; no reseeding or global-default changes (``torch.manual_seed``,
     ``torch.set_default_dtype``...); no operator overriding (``torch.library.Library``/``impl``,
     ``torch._C``, ``torch.overrides``); no ``torch.Tensor`` subclass and no ``__torch_function__``/
@@ -78,7 +80,8 @@ def check(ctx: Context):
                 [f"{node.module}.{a.name}" for a in node.names]
             for mod in mods:
                 if mod == "torch._C" or mod.startswith("torch._C.") \
-                        or any(mod == p or mod.startswith(p + ".") for p in PATCH_MODULES):
+                        or any(mod == p or mod.startswith(p + ".") for p in PATCH_MODULES) \
+                        and not any(mod == a or mod.startswith(a + ".") for a in ALLOWED_IMPORTS):
                     yield violation(NAME, node, f"importing `{mod}` is not allowed in a solution "
                                     f"(it exists to patch or inspect the harness). {FIX}")
         elif isinstance(node, ast.ClassDef):
