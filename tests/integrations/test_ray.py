@@ -161,3 +161,17 @@ def test_evaluator_from_spec_and_bad_arguments(ray_cluster):
         assert isinstance(ev, RayEvaluator) and ev.device == "cpu" and ev.capacity == 1
     finally:
         ev.close()
+
+
+def test_service_backed_by_ray(ray_ev, cpu_job, solution, relu_code):
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from kernel_gym.service.app import create_app
+
+    with TestClient(create_app(ray_ev)) as client:
+        assert client.get("/health").json()["evaluator"] == "RayEvaluator"
+        assert client.get("/health").json()["capacity"] == 2
+        jobs = [cpu_job(solution("level1/relu")).to_dict(), cpu_job(relu_code(body="x + 1.0")).to_dict()]
+        response = client.post("/v1/evaluate", json={"jobs": jobs})
+        assert [r["outcome"] for r in response.json()["results"]] == ["correct", "mismatch"]

@@ -174,3 +174,39 @@ def test_service_evaluator_against_a_dead_url(unused_url, jobs):
     strict = ServiceEvaluator(unused_url, retries=0, raise_on_unavailable=True)
     with pytest.raises(ServiceUnavailable):
         strict.evaluate(jobs[0])
+
+
+def test_serve_command_end_to_end(cpu_job, solution, tmp_path, unused_url):
+    """`kernel-gym serve` as a real process: it answers /health and jobs, and stops cleanly on SIGTERM."""
+    import signal
+    import subprocess
+    import sys
+
+    import httpx
+
+    from kernel_gym.service.client import ServiceEvaluator
+
+    port = int(unused_url.rsplit(":", 1)[1])
+    log = (tmp_path / "serve.log").open("w")
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; from kernel_gym.cli import main; sys.exit(main())",
+                             "serve", "--port", str(port), "--device", "cpu", "--token", "tok"],
+                            stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(url + "/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.2)
+        ev = ServiceEvaluator(url, token="tok")
+        assert ev.evaluate(cpu_job(solution("level1/relu"))).outcome is Outcome.CORRECT
+        ev.close()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        rc = proc.wait(timeout=60)
+    output = (tmp_path / "serve.log").read_text()
+    assert rc in (0, -signal.SIGTERM), output  # uvicorn re-raises the signal after its graceful shutdown
+    assert "Application shutdown complete" in output and "LocalEvaluator on cpu" in output and "token required" in output
+
