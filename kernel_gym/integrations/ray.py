@@ -275,6 +275,10 @@ class RayEvaluator:
     def __deepcopy__(self, memo: dict) -> RayEvaluator:
         return self  # shared actors, not a value (gym.make deep-copies its kwargs)
 
+    def __reduce__(self):
+        raise KernelGymError("a RayEvaluator cannot be sent to another process (it owns its actors and their "
+                             "scheduler): share one across threads or a SyncVectorEnv, or make one per process")
+
     def close(self) -> None:
         """Stop the actors (and Ray itself when this evaluator started it)."""
         ray = _ray()

@@ -66,6 +66,8 @@ class ServiceEvaluator:
         self.token = token if token is not None else os.environ.get("KERNEL_GYM_TOKEN")
         self.timeout, self.connect_timeout = timeout, connect_timeout
         self.retries, self.backoff_s, self.raise_on_unavailable = retries, backoff_s, raise_on_unavailable
+        self._kwargs = {"token": self.token, "timeout": timeout, "connect_timeout": connect_timeout,
+                        "retries": retries, "backoff_s": backoff_s, "raise_on_unavailable": raise_on_unavailable}
         headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
         self._client = httpx.Client(base_url=self.url, headers=headers)
         self._health: dict[str, Any] | None = None
@@ -109,6 +111,10 @@ class ServiceEvaluator:
     def __deepcopy__(self, memo: dict) -> ServiceEvaluator:
         return self  # one connection pool shared by every env (gym.make deep-copies its kwargs)
 
+    def __reduce__(self):
+        # Another process (an AsyncVectorEnv worker) gets its own connection pool to the same service.
+        return _rebuild, (self.url, self._kwargs)
+
     def close(self) -> None:
         self._client.close()
 
@@ -148,6 +154,10 @@ class ServiceEvaluator:
         return EvalResult(outcome=Outcome.CRASH, backend=job.backend,
                           message=f"{SERVICE_UNAVAILABLE} at {self.url} ({why}); this is an infrastructure "
                                   "failure, not a verdict on the kernel")
+
+
+def _rebuild(url: str, kwargs: dict[str, Any]) -> ServiceEvaluator:
+    return ServiceEvaluator(url, **kwargs)
 
 
 def _service_error(response: Any) -> ServiceError:

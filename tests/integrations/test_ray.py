@@ -4,6 +4,7 @@ actors, an actor killed mid-job (retried, nothing lost), a second death (CRASH),
 from __future__ import annotations
 
 import os
+import pickle
 import signal
 import threading
 import time
@@ -159,6 +160,8 @@ def test_evaluator_from_spec_and_bad_arguments(ray_cluster):
     ev = evaluator_from_spec("ray")
     try:
         assert isinstance(ev, RayEvaluator) and ev.device == "cpu" and ev.capacity == 1
+        with pytest.raises(KernelGymError, match="another process"):
+            pickle.dumps(ev)
     finally:
         ev.close()
 

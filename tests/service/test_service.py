@@ -174,6 +174,10 @@ def test_service_evaluator_against_a_dead_url(unused_url, jobs):
     strict = ServiceEvaluator(unused_url, retries=0, raise_on_unavailable=True)
     with pytest.raises(ServiceUnavailable):
         strict.evaluate(jobs[0])
+    import pickle
+
+    copy = pickle.loads(pickle.dumps(strict))  # e.g. into an AsyncVectorEnv worker: same service, own connections
+    assert copy is not strict and copy.url == strict.url and copy.raise_on_unavailable
 
 
 def test_serve_command_end_to_end(cpu_job, solution, tmp_path, unused_url):
