@@ -132,6 +132,8 @@ class RayEvaluator:
             raise ConfigError(f"static_checks must be 'caller' or 'actor', not {static_checks!r}")
         if workers_per_actor < 1:
             raise ConfigError("workers_per_actor must be at least 1")
+        if device not in ("auto", "cuda", "cpu"):
+            raise ConfigError(f"device must be 'cuda', 'cpu' or 'auto', not {device!r}")
         self._owns_ray = not ray.is_initialized()
         if self._owns_ray:
             ray.init(address=address, **(init_kwargs or {}))
@@ -139,8 +141,6 @@ class RayEvaluator:
             log.info("Ray is already initialized; RayEvaluator ignores address=%r", address)
         cluster = ray.cluster_resources()
         self.device = device if device != "auto" else ("cuda" if cluster.get("GPU", 0) >= 1 else "cpu")
-        if self.device not in ("cuda", "cpu"):
-            raise ConfigError(f"device must be 'cuda', 'cpu' or 'auto', not {device!r}")
         gpus = num_gpus_per_actor if num_gpus_per_actor is not None else (1 if self.device == "cuda" else 0)
         if actors is None:  # one per GPU that is free now (a training job may hold the others)
             free = ray.available_resources().get("GPU", 0)
