@@ -3,7 +3,8 @@
 The candidate calls `torch.utils.cpp_extension.load_inline` itself when imported. Inside a worker that
 function is replaced by `isolated_load_inline`: on cuda it builds under a content-hashed name (sources, flags,
 torch/CUDA version and arch) in a build cache, so different sources never share a directory and an identical
-resubmission loads in ~0 s; on cpu it captures the sources and stops the
+resubmission loads in ~0 s, with the light header and precompiled header of `fast_build` (falling back to the
+stock build if that fails); on cpu it captures the sources and stops the
 import with `CudaSourcesCaptured`, after which `nvcc_check` compiles the CUDA sources to a cubin.
 """
 
@@ -21,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kernel_gym.eval import fast_build
 from kernel_gym.eval.launches import counted_extension
 
 _REAL_LOAD_INLINE = None
@@ -70,14 +72,30 @@ def install(device: str, build_root: Path) -> None:
                                                         for k, v in params.items()}})
         digest = hashlib.sha256(repr((sorted((k, repr(v)) for k, v in params.items() if k != "verbose"),
                                       _toolchain_key())).encode())
-        unique = f"{name}_{digest.hexdigest()[:16]}"
-        build_dir = _extension_cache(build_root) / unique
-        build_dir.mkdir(parents=True, exist_ok=True)
-        params.update(build_directory=str(build_dir), verbose=False)
         KERNEL_NAMES.update(global_kernel_names(_as_text(params.get("cuda_sources"))))
-        return counted_extension(_REAL_LOAD_INLINE(unique, **params))
+        params.update(verbose=False)
+        if fast_build.enabled():
+            fast, changes = fast_build.fast_params(params)
+            LAST_BUILD.clear()
+            LAST_BUILD.update(changes)
+            try:
+                return counted_extension(_build(f"{name}_{digest.hexdigest()[:15]}f", fast, build_root))
+            except Exception as e:  # noqa: BLE001 - the stock build decides; the fast one is only an optimisation
+                if "cuda_header" not in changes:
+                    raise  # same sources as the stock build: its error is the candidate's
+                LAST_BUILD.update(fallback=type(e).__name__)
+        return counted_extension(_build(f"{name}_{digest.hexdigest()[:16]}", params, build_root))
 
     ext.load_inline = isolated_load_inline
+
+
+LAST_BUILD: dict[str, str] = {}  # how the last extension was built (fast-build header and PCH, or a fallback)
+
+
+def _build(unique: str, params: dict[str, Any], build_root: Path):
+    build_dir = _extension_cache(build_root) / unique
+    build_dir.mkdir(parents=True, exist_ok=True)
+    return _REAL_LOAD_INLINE(unique, build_directory=str(build_dir), **params)
 
 
 def _toolchain_key() -> tuple[str, ...]:

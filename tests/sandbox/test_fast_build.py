@@ -1,0 +1,82 @@
+"""Fast load_inline builds (kernel_gym.eval.fast_build): the light header is chosen only when it suffices and
+compiles with nvcc; the precompiled header is valid for torch's real main.cpp flags (g++ reports using it)."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+import subprocess
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from kernel_gym.eval import fast_build
+from kernel_gym.eval.cuda import find_nvcc
+
+RELU = (Path(__file__).resolve().parents[1] / "solutions" / "cuda" / "level1_relu.py").read_text()
+RELU_CU = RELU.split('r"""')[1].split('"""')[0]
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("KERNEL_GYM_CACHE", str(tmp_path_factory.getbasetemp() / "fast_build_cache"))
+
+
+def test_header_choice_is_the_lightest_that_suffices():
+    assert fast_build.header_choice(RELU_CU) == "lite"
+    matmul = RELU_CU.replace("auto y = torch::empty_like(xc);", "auto y = torch::matmul(xc, xc);")
+    assert fast_build.header_choice(matmul) == "types"
+    assert fast_build.header_choice(RELU_CU + "\nPYBIND11_MODULE(m, mod) {}") == "stock"
+    assert fast_build.header_choice(RELU_CU + "\nnamespace py = pybind11;") == "stock"
+    assert fast_build.header_choice(RELU_CU.replace("#include <torch/extension.h>", "#include <ATen/ATen.h>")) \
+        == "stock"  # the source picks its own headers
+
+
+def test_fast_params_swap_the_header_and_put_the_pch_first(monkeypatch):
+    monkeypatch.setattr(fast_build, "pch_dir", lambda cflags, paths: Path("/pch/key"))
+    params = {"cpp_sources": "torch::Tensor f(torch::Tensor x);", "cuda_sources": RELU_CU, "functions": ["f"],
+              "extra_cflags": ["-O3"], "extra_cuda_cflags": ["-O3"], "use_pch": True}
+    fast, changes = fast_build.fast_params(params)
+    assert "torch/extension.h" not in fast["cuda_sources"] and f"<{fast_build.LITE_HEADER}>" in fast["cuda_sources"]
+    assert fast["extra_cuda_cflags"][0] == "-O3" and fast["extra_cuda_cflags"][1].startswith("-I")
+    assert fast["extra_cflags"] == ["-I/pch/key", "-O3"] and "use_pch" not in fast
+    assert changes == {"cuda_header": "lite", "pch": "key"}
+    assert params["cuda_sources"] == RELU_CU  # the caller's arguments are untouched (the stock fallback)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(find_nvcc() is None, reason="needs nvcc")
+def test_lite_header_compiles_a_typical_cuda_file(tmp_path):
+    from torch.utils.cpp_extension import include_paths
+
+    src = tmp_path / "cuda.cu"
+    src.write_text(fast_build._EXTENSION_INCLUDE.sub(f"#include <{fast_build.LITE_HEADER}>", RELU_CU))
+    nvidia_inc = [str(p) for p in Path(sysconfig.get_paths()["purelib"]).glob("nvidia/cu*/include")]
+    cmd = [find_nvcc(), "-c", "-std=c++20", "-O3", "-arch=sm_90", "--expt-relaxed-constexpr", "-Xcompiler", "-fPIC",
+           f"-I{fast_build.lite_include_dir()}", f"-I{sysconfig.get_paths()['include']}",
+           *[f"-I{p}" for p in include_paths(device_type="cuda")], *[x for p in nvidia_inc for x in ("-isystem", p)],
+           str(src), "-o", str(tmp_path / "cuda.o")]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+def test_pch_is_used_by_torchs_own_main_cpp_flags(tmp_path):
+    from torch.utils.cpp_extension import load_inline
+
+    fast, changes = fast_build.fast_params({"cpp_sources": "int add1(int x) { return x + 1; }",
+                                            "functions": ["add1"], "verbose": False})
+    assert "pch" in changes
+    module = load_inline("kg_pch_check", build_directory=str(tmp_path), **fast)
+    assert module.add1(41) == 42
+    ninja = (tmp_path / "build.ninja").read_text()
+    cflags = re.search(r"^cflags = (.*)$", ninja, re.M).group(1)
+    post = re.search(r"^post_cflags = (.*)$", ninja, re.M).group(1)
+    run = subprocess.run(["g++", "-H", "-fsyntax-only", "-Winvalid-pch", str(tmp_path / "main.cpp"),
+                          *shlex.split(cflags), *shlex.split(post)], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-2000:]
+    used = [line for line in run.stderr.splitlines() if line.startswith("!") and line.endswith("extension.h.gch")]
+    assert used, "g++ did not use the precompiled header:\n" + run.stderr[-2000:]
