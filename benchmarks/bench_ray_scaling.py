@@ -19,7 +19,7 @@ import platform
 import time
 from pathlib import Path
 
-from kernel_gym.eval.job import EvalConfig, EvalJob
+from kernel_gym.eval.job import EvalConfig, EvalJob, job_for
 from kernel_gym.tasks import load_task
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,9 +33,7 @@ def make_jobs(tasks: list[str], n: int, device: str) -> list[EvalJob]:
     jobs = []
     for i in range(n):
         task, code = loaded[i % len(loaded)], codes[i % len(codes)]
-        jobs.append(EvalJob(task_id=task.id, task_source=task.source, code=f"# job {i}\n{code}", backend="triton",
-                            sizes=task.sizes_for(device), alt_sizes=task.alt_sizes_for(device), dtype=task.dtype,
-                            allow_precision=task.allow_precision, config=EvalConfig(device=device, seed=i)))
+        jobs.append(job_for(task, f"# job {i}\n{code}", backend="triton", config=EvalConfig(device=device, seed=i)))
     return jobs
 
 

@@ -13,7 +13,7 @@ from kernel_gym.actions import ParsedAction, parse_action
 from kernel_gym.config import EnvConfig, make_config
 from kernel_gym.errors import KernelGymError
 from kernel_gym.eval.evaluator import Evaluator, LocalEvaluator
-from kernel_gym.eval.job import EvalConfig, EvalJob
+from kernel_gym.eval.job import EvalConfig, EvalJob, job_for
 from kernel_gym.eval.result import EvalResult, Outcome
 from kernel_gym.feedback import (
     Summarizer,
@@ -244,13 +244,8 @@ class KernelRefineEnv(gym.Env):
                                  timing_trials=cfg.timing_trials, compile_timeout_s=cfg.compile_timeout_s,
                                  run_timeout_s=cfg.run_timeout_s, checks=cfg.checks,
                                  seed=int(self.np_random.integers(2**31 - 1)))
-        meta = self.task.metadata
-        tolerance = self._tolerance() if ("atol" in meta or "rtol" in meta) else None
-        return EvalJob(task_id=self.task.id, task_source=self.task.source, code=parsed.code or "",
-                       backend=parsed.backend or (cfg.backend if cfg.backend in ("cuda", "cuda_raw") else "triton"),
-                       sizes=self.task.sizes_for(self.device, cfg.size), alt_sizes=self.task.alt_sizes_for(self.device)
-                       if cfg.size in ("auto", "cpu", "full") else None, dtype=self.task.dtype,
-                       allow_precision=self.task.allow_precision, tolerance=tolerance, config=eval_config)
+        backend = parsed.backend or (cfg.backend if cfg.backend in ("cuda", "cuda_raw") else "triton")
+        return job_for(self.task, parsed.code or "", backend=backend, config=eval_config, size=cfg.size)
 
     def _observation(self) -> str:
         views = [TurnView(t.turn, status_line(t.result), t.summary, t.parsed.code, t.feedback, t.parsed.code is not None)

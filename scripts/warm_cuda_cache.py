@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from kernel_gym.eval.evaluator import LocalEvaluator
-from kernel_gym.eval.job import EvalConfig, EvalJob
+from kernel_gym.eval.job import EvalConfig, job_for
 from kernel_gym.tasks import load_task
 
 
@@ -28,8 +28,7 @@ def main() -> None:
     task = load_task(args.task)
     config = EvalConfig(device=args.device, correctness_trials=1, timing_trials=1, warmup=0, compile_timeout_s=900,
                         checks="permissive")
-    jobs = [EvalJob(task_id=task.id, task_source=task.source, code=Path(f).read_text(), backend="cuda",
-                    sizes=task.sizes_for(args.device), config=config) for f in args.files]
+    jobs = [job_for(task, Path(f).read_text(), backend="cuda", config=config) for f in args.files]
     evaluator = LocalEvaluator(args.device, workers=min(args.workers, len(jobs)))
     t0 = time.perf_counter()
     try:

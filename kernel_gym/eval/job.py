@@ -88,3 +88,15 @@ class EvalJob:
         if d.get("tolerance") is not None:
             d["tolerance"] = tuple(d["tolerance"])
         return cls(**d)
+
+
+def job_for(task: Any, code: str, *, backend: str, config: EvalConfig, size: str = "auto") -> EvalJob:
+    """The job for `code` answering a `kernel_gym.tasks.Task`: its sizes for the config's device (`size` as in
+    `gym.make(size=...)`), its second shape, dtype, precision contract and own tolerance."""
+    meta = task.metadata
+    tolerance = (float(meta.get("atol", 1e-4)), float(meta.get("rtol", 1e-4))) if ("atol" in meta or "rtol" in meta) \
+        else None
+    return EvalJob(task_id=task.id, task_source=task.source, code=code, backend=backend,
+                   sizes=task.sizes_for(config.device, size),
+                   alt_sizes=task.alt_sizes_for(config.device) if size in ("auto", "cpu", "full") else None,
+                   dtype=task.dtype, allow_precision=task.allow_precision, tolerance=tolerance, config=config)

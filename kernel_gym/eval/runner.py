@@ -28,7 +28,14 @@ from kernel_gym.eval.hacks import Hack
 from kernel_gym.eval.integrity import Snapshot, pin_precision
 from kernel_gym.eval.job import EvalJob
 from kernel_gym.eval.result import EvalResult, Outcome, Timing
-from kernel_gym.eval.timing import c_reference_signals, cv, make_timer, median, timer_disagrees
+from kernel_gym.eval.timing import (
+    c_reference_signals,
+    cv,
+    exclusive_device,
+    make_timer,
+    median,
+    timer_disagrees,
+)
 from kernel_gym.signals import collect as signals
 
 log = logging.getLogger(__name__)
@@ -357,6 +364,12 @@ class JobRun:
             raise Hack("shape_specialization", f"correct at the main shape but wrong at a second shape "
                        f"{self.job.alt_sizes}: {self.mismatch_text(mismatch)}. Do not hard-code sizes")
 
+    def exclusive_timing(self) -> Timing:
+        """The timing stage under the GPU's machine-wide lock (the wait is recorded, not timed)."""
+        with exclusive_device(self.device) as waited_s:
+            self.stage_ms["gpu_lock_wait"] = round(waited_s * 1e3, 3)
+            return self.timing()
+
     def timing(self) -> Timing:
         """Alternate candidate and reference on fresh inputs each round; every round's outputs are checked."""
         timer = make_timer(self.device, self.cfg.l2_flush_mb)
@@ -430,7 +443,7 @@ class JobRun:
             self.timed("correctness", self.correctness)
             self.timed("kernel_signals", self.kernel_signals)
             self.stage = "timing"
-            timing = self.timed("timing", self.timing)
+            timing = self.timed("timing", self.exclusive_timing)
             self.timed("roofline_signals", lambda: self.roofline_signals(timing))
         except Hack as hack:
             return self.result(Outcome.REJECTED, hack.message, hacks=(hack.name,), hack_details=(hack.message,))

@@ -7,10 +7,14 @@ interval as a cross-check on the events. On cpu: the host clock only.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
 import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -103,4 +107,28 @@ def c_reference_signals(ref_model: Any, runtime_ms: float) -> dict[str, float]:
     if not c_ms or runtime_ms <= 0:
         return {}
     c = median(c_ms)
-    return {"c_reference_ms": round(c, 6), "speedup_vs_c": round(c / runtime_ms, 4)}
+    return {"c_reference_ms": float(f"{c:.5g}"), "speedup_vs_c": float(f"{c / runtime_ms:.5g}")}
+
+
+@contextlib.contextmanager
+def exclusive_device(device: torch.device):
+    """Hold the GPU's machine-wide timing lock: concurrent jobs on one GPU (pool workers, Ray actors, services
+    sharing a host) never time at the same moment, so none disturbs another's measurement.
+
+    An `fcntl` lock on `$KERNEL_GYM_CACHE/locks/gpu-<uuid>.lock` (keyed by the GPU's UUID, so it holds whatever
+    CUDA_VISIBLE_DEVICES says); the kernel releases it if the holder dies. KERNEL_GYM_TIMING_LOCK=0 turns it off.
+    Yields the seconds spent waiting. A no-op on cpu (wall-clock timing of the CPU backend is informational)."""
+    if device.type != "cuda" or os.environ.get("KERNEL_GYM_TIMING_LOCK", "1") == "0":
+        yield 0.0
+        return
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    uuid = str(getattr(torch.cuda.get_device_properties(index), "uuid", index))
+    root = Path(os.environ.get("KERNEL_GYM_CACHE", Path.home() / ".cache" / "kernel_gym")) / "locks"
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / f"gpu-{uuid}.lock", "w") as handle:
+        t0 = _perf_counter()
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield _perf_counter() - t0
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
