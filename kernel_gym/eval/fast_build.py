@@ -49,9 +49,14 @@ _LITE_TEXT = """#pragma once
 #include <ATen/ops/full.h>
 #include <ATen/ops/full_like.h>
 #include <ATen/Dispatch.h>
-#include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAContextLight.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
+namespace at::cuda {  // what ATen/cuda/CUDAContext.h adds, without ATen/Context.h
+using c10::cuda::CUDAStream;
+using c10::cuda::getCurrentCUDAStream;
+using c10::cuda::getDefaultCUDAStream;
+}  // namespace at::cuda
 namespace torch {
 using namespace at;  // as torch/types.h does
 }
