@@ -31,7 +31,7 @@ from kernel_gym.eval.result import EvalResult, Outcome, Timing
 from kernel_gym.eval.timing import (
     c_reference_signals,
     cv,
-    exclusive_device,
+    device_lock,
     make_timer,
     median,
     timer_disagrees,
@@ -216,7 +216,7 @@ class JobRun:
         self.ref_model, self.cand_model = self.build(self.ref_module, self.cand_module)
         inputs = self.inputs(self.ref_module, self.seed_for(-1))
         self.poison()
-        with signals.record_launches() as self.triton_launches:  # for the compile-time signals
+        with signals.record_launches() as self.triton_launches, device_lock(self.device, exclusive=False):
             self.first_out, launched, _ = self.call_candidate(self.cand_model, _clone(inputs))
         self.compiled = True
         self.signals["own_launches_per_call"] = float(launched)
@@ -365,10 +365,16 @@ class JobRun:
                        f"{self.job.alt_sizes}: {self.mismatch_text(mismatch)}. Do not hard-code sizes")
 
     def exclusive_timing(self) -> Timing:
-        """The timing stage under the GPU's machine-wide lock (the wait is recorded, not timed)."""
-        with exclusive_device(self.device) as waited_s:
+        """The timing stage, alone on the GPU (its machine-wide lock; the wait is recorded, not timed)."""
+        with device_lock(self.device, exclusive=True) as waited_s:
             self.stage_ms["gpu_lock_wait"] = round(waited_s * 1e3, 3)
             return self.timing()
+
+    def shared_correctness(self) -> None:
+        """The correctness stage, beside other jobs' checks but never while one of them is being timed."""
+        with device_lock(self.device, exclusive=False) as waited_s:
+            self.stage_ms["gpu_shared_wait"] = round(waited_s * 1e3, 3)
+            self.correctness()
 
     def timing(self) -> Timing:
         """Alternate candidate and reference on fresh inputs each round; every round's outputs are checked."""
@@ -440,7 +446,7 @@ class JobRun:
             self.stage = "compile"
             self.timed("compile", self.compile)
             self.stage = "correctness"
-            self.timed("correctness", self.correctness)
+            self.timed("correctness", self.shared_correctness)
             self.timed("kernel_signals", self.kernel_signals)
             self.stage = "timing"
             timing = self.timed("timing", self.exclusive_timing)

@@ -110,25 +110,42 @@ def c_reference_signals(ref_model: Any, runtime_ms: float) -> dict[str, float]:
     return {"c_reference_ms": float(f"{c:.5g}"), "speedup_vs_c": float(f"{c / runtime_ms:.5g}")}
 
 
-@contextlib.contextmanager
-def exclusive_device(device: torch.device):
-    """Hold the GPU's machine-wide timing lock: concurrent jobs on one GPU (pool workers, Ray actors, services
-    sharing a host) never time at the same moment, so none disturbs another's measurement.
-
-    An `fcntl` lock on `$KERNEL_GYM_CACHE/locks/gpu-<uuid>.lock` (keyed by the GPU's UUID, so it holds whatever
-    CUDA_VISIBLE_DEVICES says); the kernel releases it if the holder dies. KERNEL_GYM_TIMING_LOCK=0 turns it off.
-    Yields the seconds spent waiting. A no-op on cpu (wall-clock timing of the CPU backend is informational)."""
+def _lock_paths(device: torch.device) -> tuple[Path, Path] | None:
     if device.type != "cuda" or os.environ.get("KERNEL_GYM_TIMING_LOCK", "1") == "0":
-        yield 0.0
-        return
+        return None
     index = device.index if device.index is not None else torch.cuda.current_device()
     uuid = str(getattr(torch.cuda.get_device_properties(index), "uuid", index))
     root = Path(os.environ.get("KERNEL_GYM_CACHE", Path.home() / ".cache" / "kernel_gym")) / "locks"
     root.mkdir(parents=True, exist_ok=True)
-    with open(root / f"gpu-{uuid}.lock", "w") as handle:
+    return root / f"gpu-{uuid}.lock", root / f"gpu-{uuid}.gate"
+
+
+@contextlib.contextmanager
+def device_lock(device: torch.device, *, exclusive: bool):
+    """The GPU's machine-wide lock: timing holds it exclusively, other GPU work (correctness trials, profiling)
+    shared. So concurrent jobs on one GPU (pool workers, Ray actors, services sharing a host) run their checks side
+    by side, but nothing else runs on the GPU while one of them is being timed.
+
+    `fcntl` locks on `$KERNEL_GYM_CACHE/locks/gpu-<uuid>.lock` (keyed by the GPU's UUID, whatever
+    CUDA_VISIBLE_DEVICES says); the kernel releases them if the holder dies. A turnstile (`.gate`) gives a waiting
+    timer priority: new shared holders queue behind it, so timing is never starved. KERNEL_GYM_TIMING_LOCK=0 turns
+    it off. Yields the seconds spent waiting. A no-op on cpu (wall-clock timing there is informational)."""
+    paths = _lock_paths(device)
+    if paths is None:
+        yield 0.0
+        return
+    with open(paths[0], "a") as main, open(paths[1], "a") as gate:
         t0 = _perf_counter()
-        fcntl.flock(handle, fcntl.LOCK_EX)
+        fcntl.flock(gate, fcntl.LOCK_EX)
+        if exclusive:
+            try:
+                fcntl.flock(main, fcntl.LOCK_EX)
+            finally:
+                fcntl.flock(gate, fcntl.LOCK_UN)
+        else:
+            fcntl.flock(gate, fcntl.LOCK_UN)
+            fcntl.flock(main, fcntl.LOCK_SH)
         try:
             yield _perf_counter() - t0
         finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            fcntl.flock(main, fcntl.LOCK_UN)
