@@ -214,3 +214,39 @@ def test_serve_command_end_to_end(cpu_job, solution, tmp_path, unused_url):
     assert rc in (0, -signal.SIGTERM), output  # uvicorn re-raises the signal after its graceful shutdown
     assert "Application shutdown complete" in output and "LocalEvaluator on cpu" in output and "token required" in output
 
+
+
+def test_openrlhf_agent_evaluates_through_the_service(live_service, monkeypatch, respond, solution):
+    """Evaluation off the training GPUs: the OpenRLHF agent, configured only by environment variables, sends its
+    jobs to `kernel-gym serve` (the service's job counter moves; the verdict is the genuine kernel's)."""
+    import asyncio
+    import json
+
+    import httpx
+
+    pytest.importorskip("openrlhf")
+    from kernel_gym.integrations import openrlhf as adapter
+    from kernel_gym.integrations import shared_evaluator as shared
+
+    def jobs_done() -> float:
+        metrics = httpx.get(live_service + "/metrics", params={"format": "json"},
+                            headers={"Authorization": "Bearer s3cret"}).json()
+        return float(metrics["jobs_done"])
+
+    monkeypatch.setenv("KERNEL_GYM_EVALUATOR", live_service)
+    monkeypatch.setenv("KERNEL_GYM_TOKEN", "s3cret")
+    before = jobs_done()
+    label = json.dumps({"task": "level1/relu", "device": "cpu", "max_turns": 1})
+    agent = adapter.KernelRefineAgent()
+
+    async def episode():
+        await agent.reset({"observation": "prompt", "label": label})
+        return await agent.step({"observation_text": "prompt", "action_text": respond(solution("level1/relu")),
+                                 "label": label, "sampling_params": None})
+
+    try:
+        out = asyncio.run(episode())
+    finally:
+        shared.close_shared_evaluators()
+    assert out["done"] is True and out["extra_logs"]["kernel/correct"] == 1.0, out["info"]["feedback"]
+    assert jobs_done() >= before + 1
