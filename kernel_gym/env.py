@@ -120,7 +120,11 @@ class KernelRefineEnv(gym.Env):
         self.config: EnvConfig = make_config(preset, **kwargs)
         self.tokenizer = tokenizer
         self.render_mode = render_mode
-        self.device = self.config.device if self.config.device != "auto" else _auto_device()
+        remote = getattr(evaluator, "device", None) if evaluator is not None else None
+        # device="auto" with a given evaluator (Ray, a service) follows the evaluator's device: a CPU-only trainer
+        # using GPU evaluation workers gets GPU jobs without having to say device="cuda"
+        self.device = self.config.device if self.config.device != "auto" else (
+            remote if remote in ("cpu", "cuda") else _auto_device())
         self.score_fn = get_score(self.config.score)
         self.summarizer = summarizer or (lambda text: extractive_summary(text, self.config.summary_chars))
         self._owns_evaluator = evaluator is None

@@ -442,3 +442,24 @@ def test_log_survives_a_killed_process(tmp_path, solution):
     assert [r["turn"] for r in records] == [1, 2]
     assert len(path.read_text().splitlines()) == 2
     assert records[0]["info"]["correct"] is True and records[1]["info"]["error"] == "format_error"
+
+
+def test_auto_device_follows_a_given_evaluator():
+    """A CPU-only trainer with GPU evaluation workers (Ray, a service): device="auto" takes the evaluator's."""
+    import gymnasium as gym
+
+    class RemoteGPU:
+        device = "cuda"
+
+        def evaluate(self, job):  # pragma: no cover - no step here
+            raise AssertionError
+
+        def close(self):
+            pass
+
+    env = gym.make("KernelRefine-v0", task="level1/relu", device="auto", evaluator=RemoteGPU())
+    assert env.unwrapped.device == "cuda"
+    env.close()
+    env = gym.make("KernelRefine-v0", task="level1/relu", device="cpu", evaluator=RemoteGPU())
+    assert env.unwrapped.device == "cpu"  # an explicit device wins
+    env.close()
