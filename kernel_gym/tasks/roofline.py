@@ -23,6 +23,7 @@ from torch.utils._pytree import tree_leaves
 from torch.utils.flop_counter import FlopCounterMode
 
 from kernel_gym.eval.loading import load_reference
+from kernel_gym.signals.roofline import tensor_bytes
 
 BANDWIDTH_BYTES_PER_S = 4.3e12  # H200 HBM3e, copy bandwidth
 FLOPS_PER_S = 5.0e13  # H200 fp32 without tensor cores (TF32 off), what cuBLAS sgemm reaches
@@ -53,15 +54,6 @@ class Trace:
     def signature(self) -> tuple[str, ...]:
         """The operator sequence, as compared for duplicates (ops differing only in overload are the same)."""
         return tuple(self.ops)
-
-
-def tensor_bytes(t: torch.Tensor) -> int:
-    """Bytes of memory a tensor really spans: broadcast (stride-0) dimensions count once."""
-    n = 1
-    for size, stride in zip(t.shape, t.stride()):
-        if stride != 0:
-            n *= size
-    return n * t.element_size()
 
 
 class _OpRecorder(TorchDispatchMode):
