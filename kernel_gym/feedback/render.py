@@ -27,7 +27,8 @@ RULES_BY_PRESET = {
 
 def render_prompt(task: Any, *, backend: str, checks: str, device: str, scoring: str, atol: float, rtol: float) -> str:
     rules = RULES_BY_PRESET.get(checks, RULES_BY_PRESET["standard"])
-    return _ENV.get_template("prompt.j2").render(task=task, backend=backend, rules=rules, device=device,
+    template = "prompt_c.j2" if task.metadata.get("format") == "c" else "prompt.j2"  # C→CUDA tasks: the C source
+    return _ENV.get_template(template).render(task=task, backend=backend, rules=rules, device=device,
                                                  scoring=scoring, atol=f"{atol:g}", rtol=f"{rtol:g}").strip() + "\n"
 
 

@@ -89,9 +89,9 @@ def test_roofline_counts_bytes_and_flops():
     assert small.flops == 2 * 8 * 4096 * 4096
 
 
-@pytest.mark.parametrize("task_id", ALL_TASKS)
+@pytest.mark.parametrize("task_id", [t for t in ALL_TASKS if not t.startswith("c2cuda/")])
 def test_generator_validator_accepts_every_suite_task(task_id):
-    """Deterministic (also across forwards), finite, non-constant, uses every input, > 0.1 ms estimated."""
+    """(C tasks may have integer or scalar outputs: tests/tasks/test_c2cuda.py checks them.) Deterministic (also across forwards), finite, non-constant, uses every input, > 0.1 ms estimated."""
     verdict = validate_source(load_task(task_id).source)
     assert verdict.ok, (verdict.reason, verdict.detail)
 

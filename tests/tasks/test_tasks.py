@@ -102,7 +102,7 @@ def _run_reference(task_id: str, which: str, seed: int):
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("task_id", ALL_TASKS)
+@pytest.mark.parametrize("task_id", [t for t in ALL_TASKS if not t.startswith("c2cuda/")])  # test_c2cuda.py
 def test_reference_runs_at_cpu_and_alt_sizes(task_id):
     shapes = {}
     for which in ("cpu", "alt"):
