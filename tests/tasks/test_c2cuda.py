@@ -175,8 +175,12 @@ def test_wrong_triton_solution_is_a_mismatch_on_cpu():
     assert not info["correct"] and info["error"] == "mismatch"
 
 
+CUDA_SOLUTIONS = sorted(p.stem.removesuffix("_cuda") for p in SOLUTIONS.glob("*_cuda.py"))
+
+
 @pytest.mark.timeout(600)
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
-def test_cuda_solution_compiles_and_is_unsupported_on_cpu():
-    info = _step("c2cuda/saxpy", (SOLUTIONS / "saxpy_cuda.py").read_text(), device="cpu", backend="cuda")
+@pytest.mark.parametrize("name", CUDA_SOLUTIONS)
+def test_cuda_solution_compiles_and_is_unsupported_on_cpu(name):
+    info = _step(f"c2cuda/{name}", (SOLUTIONS / f"{name}_cuda.py").read_text(), device="cpu", backend="cuda")
     assert info["error"] == "unsupported" and info["compiled"], info["feedback"]
