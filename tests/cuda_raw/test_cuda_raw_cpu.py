@@ -153,3 +153,14 @@ def test_env_cpu_backend_compile_error_feedback(cpu_env):
     _, reward, _, _, info = cpu_env.step(respond((SOLUTIONS / "compile_error.py").read_text()))
     assert info["error"] == "compile_error" and reward == 0.0
     assert "zero_value" in info["feedback"]
+
+
+def test_c_task_with_a_raw_cuda_solution_on_the_cpu_backend():
+    env = gym.make("KernelRefine-v0", task="c2cuda/saxpy", device="cpu", backend="cuda_raw", max_turns=1)
+    try:
+        obs, _ = env.reset(seed=0)
+        assert "cuda_raw.compile" in obs  # the C-task prompt documents the raw format for this backend
+        info = env.step(respond((SOLUTIONS.parent / "c2cuda" / "saxpy_raw.py").read_text()))[4]
+    finally:
+        env.close()
+    assert info["backend"] == "cuda_raw" and info["error"] == "unsupported" and "NVRTC" in info["feedback"]

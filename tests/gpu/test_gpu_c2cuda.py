@@ -47,3 +47,10 @@ def test_wrong_cuda_solution_is_a_mismatch():
 def test_triton_solution_runs_on_the_gpu_too():
     info = step("c2cuda/saxpy", (SOLUTIONS / "saxpy_triton.py").read_text())
     assert info["correct"], info["feedback"]
+
+
+def test_raw_cuda_solution_matches_the_c_reference():
+    info = step("c2cuda/saxpy", (SOLUTIONS / "saxpy_raw.py").read_text())
+    assert info["backend"] == "cuda_raw"
+    assert info["correct"] and not info["hacks"], info["feedback"]
+    assert info["signals"]["speedup_vs_c"] > 1.0
