@@ -9,7 +9,8 @@ the CUDA file takes 60 s with `torch/extension.h`, 24 s with `torch/types.h` and
 - **Light header** (`cuda.cu`): when the CUDA source includes `torch/extension.h` and uses nothing outside tensors,
   factories (`empty`, `zeros`, ...), dtypes/options, dispatch macros, `TORCH_CHECK` and CUDA streams/guards
   (decided from the `torch::`/`at::` names it uses), the include is replaced by `kernel_gym_torch_lite.h`, which
-  includes exactly those ATen/c10 headers and, like `torch/types.h`, makes `torch::` an alias of `at::`. Sources
+  includes exactly those ATen/c10 headers and, like `torch/types.h`, makes `torch::` an alias of `at::`; the
+  `#include <torch/types.h>` that load_inline puts before every CUDA file is declined for such sources. Sources
   that use more (pybind11, `torch::nn`, ops such as `torch::matmul`) get `torch/types.h` when they need no pybind11,
   else the stock header. The compiled kernels and wrappers are the same code either way.
 - **PCH** (`main.cpp`): `torch/extension.h` precompiled once per (compiler flags, include paths, torch version) into
@@ -98,6 +99,20 @@ def header_choice(cuda_source: str) -> str:
     return "types"
 
 
+class _WithoutTypesHeader(list):
+    """CUDA sources for load_inline that decline its `#include <torch/types.h>` prefix (all of ATen/ATen.h: most
+    of the CUDA file's compile time). load_inline inserts that line into the list it is given; the light header
+    already provides what the source uses. The other prefixed includes (<cuda.h>, <cuda_runtime.h>) stay."""
+
+    skipped = 0
+
+    def insert(self, index, item):  # noqa: ANN001 - list's signature
+        if item.strip() == "#include <torch/types.h>":
+            self.skipped += 1
+            return
+        super().insert(index - self.skipped, item)  # the other prefixes keep their place before the source
+
+
 def lite_include_dir() -> Path:
     d = _root() / "fast_build" / "include"
     d.mkdir(parents=True, exist_ok=True)
@@ -157,7 +172,8 @@ def fast_params(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]
     choice = header_choice(cuda_src) if cuda_src else "stock"
     if choice != "stock":
         header = f"#include <{LITE_HEADER}>" if choice == "lite" else "#include <torch/types.h>"
-        params["cuda_sources"] = _EXTENSION_INCLUDE.sub(header, cuda_src, count=1)
+        swapped = _EXTENSION_INCLUDE.sub(header, cuda_src, count=1)
+        params["cuda_sources"] = _WithoutTypesHeader([swapped]) if choice == "lite" else swapped
         if choice == "lite":
             params["extra_cuda_cflags"] = [*_as_list(params.get("extra_cuda_cflags")), f"-I{lite_include_dir()}"]
         changes["cuda_header"] = choice

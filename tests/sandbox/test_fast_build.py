@@ -39,7 +39,8 @@ def test_fast_params_swap_the_header_and_put_the_pch_first(monkeypatch):
     params = {"cpp_sources": "torch::Tensor f(torch::Tensor x);", "cuda_sources": RELU_CU, "functions": ["f"],
               "extra_cflags": ["-O3"], "extra_cuda_cflags": ["-O3"], "use_pch": True}
     fast, changes = fast_build.fast_params(params)
-    assert "torch/extension.h" not in fast["cuda_sources"] and f"<{fast_build.LITE_HEADER}>" in fast["cuda_sources"]
+    cuda = "\n".join(fast["cuda_sources"])
+    assert "torch/extension.h" not in cuda and f"<{fast_build.LITE_HEADER}>" in cuda
     assert fast["extra_cuda_cflags"][0] == "-O3" and fast["extra_cuda_cflags"][1].startswith("-I")
     assert fast["extra_cflags"] == ["-I/pch/key", "-O3"] and "use_pch" not in fast
     assert changes == {"cuda_header": "lite", "pch": "key"}
@@ -80,3 +81,35 @@ def test_pch_is_used_by_torchs_own_main_cpp_flags(tmp_path):
     assert run.returncode == 0, run.stderr[-2000:]
     used = [line for line in run.stderr.splitlines() if line.startswith("!") and line.endswith("extension.h.gch")]
     assert used, "g++ did not use the precompiled header:\n" + run.stderr[-2000:]
+
+
+def test_lite_sources_decline_load_inlines_types_prefix():
+    fast, _ = fast_build.fast_params({"cuda_sources": RELU_CU})
+    sources = fast["cuda_sources"]
+    for i, line in enumerate(("#include <torch/types.h>", "#include <cuda.h>", "#include <cuda_runtime.h>")):
+        sources.insert(i, line)  # what load_inline does
+    assert sources[:2] == ["#include <cuda.h>", "#include <cuda_runtime.h>"] and len(sources) == 3
+
+
+@pytest.mark.slow
+def test_fast_cuda_build_compiles_and_imports_without_a_gpu(tmp_path, monkeypatch):
+    """The whole fast load_inline build of a typical CUDA action (nvcc + g++ + link + import; nothing runs)."""
+    import glob
+
+    import torch.utils.cpp_extension as ext
+
+    roots = sorted(glob.glob("/usr/local/cuda*/bin/nvcc"))
+    if not roots:
+        pytest.skip("needs a CUDA toolkit under /usr/local/cuda*")
+    monkeypatch.setattr(ext, "CUDA_HOME", str(Path(roots[-1]).parents[1]))
+    monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", "9.0")
+    nvidia_inc = [str(p) for p in Path(sysconfig.get_paths()["purelib"]).glob("nvidia/cu*/include")]
+    fast, changes = fast_build.fast_params({"cpp_sources": "torch::Tensor relu_forward(torch::Tensor x);",
+                                            "cuda_sources": RELU_CU, "functions": ["relu_forward"],
+                                            "extra_cuda_cflags": ["-O3"], "extra_include_paths": nvidia_inc,
+                                            "verbose": False})
+    assert changes["cuda_header"] == "lite"
+    module = ext.load_inline("kg_fast_relu", build_directory=str(tmp_path), **fast)
+    assert callable(module.relu_forward)
+    cu = (tmp_path / "cuda.cu").read_text()
+    assert "torch/types.h" not in cu and cu.index("<cuda.h>") < cu.index(fast_build.LITE_HEADER)
