@@ -366,14 +366,16 @@ class JobRun:
 
     def exclusive_timing(self) -> Timing:
         """The timing stage, alone on the GPU (its machine-wide lock; the wait is recorded, not timed)."""
-        with device_lock(self.device, exclusive=True) as waited_s:
-            self.stage_ms["gpu_lock_wait"] = round(waited_s * 1e3, 3)
+        with device_lock(self.device, exclusive=True) as wait:
+            self.stage_ms["gpu_lock_wait"] = round(wait.seconds * 1e3, 3)
+            if not wait.acquired:  # another job held the GPU too long (stuck): timed without exclusivity
+                self.signals["timing_not_exclusive"] = 1.0
             return self.timing()
 
     def shared_correctness(self) -> None:
         """The correctness stage, beside other jobs' checks but never while one of them is being timed."""
-        with device_lock(self.device, exclusive=False) as waited_s:
-            self.stage_ms["gpu_shared_wait"] = round(waited_s * 1e3, 3)
+        with device_lock(self.device, exclusive=False) as wait:
+            self.stage_ms["gpu_shared_wait"] = round(wait.seconds * 1e3, 3)
             self.correctness()
 
     def timing(self) -> Timing:

@@ -120,32 +120,58 @@ def _lock_paths(device: torch.device) -> tuple[Path, Path] | None:
     return root / f"gpu-{uuid}.lock", root / f"gpu-{uuid}.gate"
 
 
+@dataclass
+class LockWait:
+    seconds: float = 0.0  # time spent waiting for the lock
+    acquired: bool = True  # False: the wait hit LOCK_TIMEOUT_S and the stage ran without the lock
+
+
+LOCK_TIMEOUT_S = float(os.environ.get("KERNEL_GYM_LOCK_TIMEOUT_S", "30"))
+"""Longest wait for the GPU lock. A job stuck holding it (a hung kernel, until its own run timeout kills it) must
+not make other jobs time out: past this wait a stage runs without the lock, and says so."""
+
+
+def _acquire(handle: Any, mode: int, deadline: float) -> bool:
+    while True:
+        try:
+            fcntl.flock(handle, mode | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if _perf_counter() >= deadline:
+                return False
+            time.sleep(0.002)
+
+
 @contextlib.contextmanager
-def device_lock(device: torch.device, *, exclusive: bool):
-    """The GPU's machine-wide lock: timing holds it exclusively, other GPU work (correctness trials, profiling)
-    shared. So concurrent jobs on one GPU (pool workers, Ray actors, services sharing a host) run their checks side
-    by side, but nothing else runs on the GPU while one of them is being timed.
+def device_lock(device: torch.device, *, exclusive: bool, timeout_s: float | None = None):
+    """The GPU's machine-wide lock: timing holds it exclusively, other GPU work (first calls, correctness trials,
+    profiling) shared. So concurrent jobs on one GPU (pool workers, Ray actors, services sharing a host) run their
+    checks side by side, but nothing else runs on the GPU while one of them is being timed.
 
     `fcntl` locks on `$KERNEL_GYM_CACHE/locks/gpu-<uuid>.lock` (keyed by the GPU's UUID, whatever
     CUDA_VISIBLE_DEVICES says); the kernel releases them if the holder dies. A turnstile (`.gate`) gives a waiting
-    timer priority: new shared holders queue behind it, so timing is never starved. KERNEL_GYM_TIMING_LOCK=0 turns
-    it off. Yields the seconds spent waiting. A no-op on cpu (wall-clock timing there is informational)."""
+    timer priority: new shared holders queue behind it, so timing is never starved. A wait is bounded by
+    `LOCK_TIMEOUT_S` (KERNEL_GYM_LOCK_TIMEOUT_S, 30 s). KERNEL_GYM_TIMING_LOCK=0 turns the lock off. Yields a
+    `LockWait`. A no-op on cpu (wall-clock timing there is informational)."""
     paths = _lock_paths(device)
     if paths is None:
-        yield 0.0
+        yield LockWait()
         return
+    deadline = _perf_counter() + (LOCK_TIMEOUT_S if timeout_s is None else timeout_s)
     with open(paths[0], "a") as main, open(paths[1], "a") as gate:
         t0 = _perf_counter()
-        fcntl.flock(gate, fcntl.LOCK_EX)
-        if exclusive:
-            try:
-                fcntl.flock(main, fcntl.LOCK_EX)
-            finally:
+        acquired = False
+        if _acquire(gate, fcntl.LOCK_EX, deadline):
+            if exclusive:
+                try:
+                    acquired = _acquire(main, fcntl.LOCK_EX, deadline)
+                finally:
+                    fcntl.flock(gate, fcntl.LOCK_UN)
+            else:
                 fcntl.flock(gate, fcntl.LOCK_UN)
-        else:
-            fcntl.flock(gate, fcntl.LOCK_UN)
-            fcntl.flock(main, fcntl.LOCK_SH)
+                acquired = _acquire(main, fcntl.LOCK_SH, deadline)
         try:
-            yield _perf_counter() - t0
+            yield LockWait(_perf_counter() - t0, acquired)
         finally:
-            fcntl.flock(main, fcntl.LOCK_UN)
+            if acquired:
+                fcntl.flock(main, fcntl.LOCK_UN)

@@ -38,5 +38,27 @@ def test_shared_together_exclusive_alone_and_timers_not_starved(tmp_path, monkey
 
 
 def test_no_lock_on_cpu():
-    with timing.device_lock(torch.device("cpu"), exclusive=True) as waited:
-        assert waited == 0.0
+    with timing.device_lock(torch.device("cpu"), exclusive=True) as wait:
+        assert wait.seconds == 0.0 and wait.acquired
+
+
+def test_a_stuck_holder_delays_others_only_up_to_the_timeout(tmp_path, monkeypatch):
+    """A job stuck with the lock (a hung kernel until its run timeout) must not make other jobs time out."""
+    monkeypatch.setattr(timing, "_lock_paths", lambda device: (tmp_path / "gpu.lock", tmp_path / "gpu.gate"))
+    release = threading.Event()
+
+    def stuck() -> None:
+        with timing.device_lock(torch.device("cuda"), exclusive=False):
+            release.wait(5)
+
+    holder = threading.Thread(target=stuck)
+    holder.start()
+    time.sleep(0.1)
+    t0 = time.perf_counter()
+    with timing.device_lock(torch.device("cuda"), exclusive=True, timeout_s=0.3) as wait:
+        assert not wait.acquired and 0.25 < wait.seconds < 2.0
+    assert time.perf_counter() - t0 < 2.0
+    release.set()
+    holder.join()
+    with timing.device_lock(torch.device("cuda"), exclusive=True, timeout_s=0.3) as wait:
+        assert wait.acquired  # and the lock works again once the holder is gone
