@@ -148,7 +148,9 @@ class Context:
                   for t in s.targets if isinstance(t, ast.Name)}
         for n in ast.walk(self.tree):
             if isinstance(n, ast.Call) and self.resolve(n.func) == RAW_BUILDER:
-                names |= {m for text, _ in self.cpp for m in re.findall(r"__global__[^(;{}]*?\b(\w+)\s*\(", text)}
+                from kernel_gym.cuda_raw import kernel_signatures  # the kernels a raw module exposes
+
+                names |= {k for text, _ in self.cpp for k in kernel_signatures(text)}
             elif isinstance(n, ast.Call) and self.resolve(n.func) in EXT_BUILDERS:
                 fv = next((k.value for k in n.keywords if k.arg == "functions"), None)
                 fv = consts.get(fv.id, fv) if isinstance(fv, ast.Name) else fv

@@ -120,6 +120,13 @@ def test_genuine_raw_solutions_pass_the_static_rules(preset):
         assert run_static_checks(code, preset, backend="cuda_raw") == [], name
 
 
+def test_launch_bounds_kernels_count_as_launched():
+    """The static rules know a raw module's kernels by the same parser the module uses (__launch_bounds__ too)."""
+    bounded = RELU.replace('extern "C" __global__ void relu_kernel',
+                           'extern "C" __global__ void __launch_bounds__(256) relu_kernel')
+    assert run_static_checks(bounded, "strict", backend="cuda_raw") == []
+
+
 def test_static_rules_still_apply_to_raw_solutions():
     never_launched = RELU.replace("kernels.relu_kernel(x, y, n, grid=blocks, block=threads)", "y = torch.relu(x)")
     rules = {v.rule for v in run_static_checks(never_launched, "standard", backend="cuda_raw")}
