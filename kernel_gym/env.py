@@ -13,7 +13,7 @@ from kernel_gym.actions import ParsedAction, parse_action
 from kernel_gym.config import EnvConfig, make_config
 from kernel_gym.errors import KernelGymError
 from kernel_gym.eval.evaluator import Evaluator, LocalEvaluator
-from kernel_gym.eval.job import EvalConfig, EvalJob, job_for
+from kernel_gym.eval.job import EvalConfig, EvalJob, job_for, task_tolerance
 from kernel_gym.eval.result import EvalResult, Outcome
 from kernel_gym.feedback import (
     Summarizer,
@@ -120,11 +120,12 @@ class KernelRefineEnv(gym.Env):
         self.config: EnvConfig = make_config(preset, **kwargs)
         self.tokenizer = tokenizer
         self.render_mode = render_mode
-        remote = getattr(evaluator, "device", None) if evaluator is not None else None
-        # device="auto" with a given evaluator (Ray, a service) follows the evaluator's device: a CPU-only trainer
-        # using GPU evaluation workers gets GPU jobs without having to say device="cuda"
-        self.device = self.config.device if self.config.device != "auto" else (
-            remote if remote in ("cpu", "cuda") else _auto_device())
+        self.device = self.config.device
+        if self.device == "auto":
+            # with a given evaluator (Ray, a service) follow its device: a CPU-only trainer using GPU evaluation
+            # workers gets GPU jobs without having to say device="cuda" (a service is asked only here)
+            remote = getattr(evaluator, "device", None)
+            self.device = remote if remote in ("cpu", "cuda") else _auto_device()
         self.score_fn = get_score(self.config.score)
         self.summarizer = summarizer or (lambda text: extractive_summary(text, self.config.summary_chars))
         self._owns_evaluator = evaluator is None
@@ -232,10 +233,7 @@ class KernelRefineEnv(gym.Env):
         return str(choices)
 
     def _tolerance(self) -> tuple[float, float]:
-        meta = self.task.metadata
-        if "atol" in meta or "rtol" in meta:
-            return float(meta.get("atol", 1e-4)), float(meta.get("rtol", 1e-4))
-        return EvalConfig().tolerances.get(self.task.dtype, (1e-4, 1e-4))
+        return task_tolerance(self.task) or EvalConfig().tolerances.get(self.task.dtype, (1e-4, 1e-4))
 
     def _scoring_text(self) -> str:
         name = self.config.score if isinstance(self.config.score, str) else "custom"

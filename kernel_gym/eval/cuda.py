@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
+import logging
 import os
 import re
 import shutil
@@ -25,6 +26,7 @@ from typing import Any
 from kernel_gym.eval import fast_build
 from kernel_gym.eval.launches import counted_extension
 
+log = logging.getLogger(__name__)
 _REAL_LOAD_INLINE = None
 
 
@@ -76,20 +78,15 @@ def install(device: str, build_root: Path) -> None:
         params.update(verbose=False)
         if fast_build.enabled():
             fast, changes = fast_build.fast_params(params)
-            LAST_BUILD.clear()
-            LAST_BUILD.update(changes)
             try:
                 return counted_extension(_build(f"{name}_{digest.hexdigest()[:15]}f", fast, build_root))
             except Exception as e:  # noqa: BLE001 - the stock build decides; the fast one is only an optimisation
                 if "cuda_header" not in changes:
                     raise  # same sources as the stock build: its error is the candidate's
-                LAST_BUILD.update(fallback=type(e).__name__)
+                log.info("fast build failed (%s); building the stock way", type(e).__name__)
         return counted_extension(_build(f"{name}_{digest.hexdigest()[:16]}", params, build_root))
 
     ext.load_inline = isolated_load_inline
-
-
-LAST_BUILD: dict[str, str] = {}  # how the last extension was built (fast-build header and PCH, or a fallback)
 
 
 def _build(unique: str, params: dict[str, Any], build_root: Path):

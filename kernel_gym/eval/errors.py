@@ -45,7 +45,9 @@ def classify(exc: BaseException, stage: str) -> tuple[Outcome, bool]:
         return Outcome.OOM, False
     if any(m in text for m in _POISON_MARKERS):
         return Outcome.CRASH, True
-    if name == "NoCudaDevice":  # kernel_gym.cuda_raw without a GPU
+    from kernel_gym import cuda_raw
+
+    if isinstance(exc, cuda_raw.NoCudaDevice):  # raw kernels compiled where there is no GPU
         return Outcome.UNSUPPORTED, False
     if stage == "compile" or _is_compile_failure(exc):
         return Outcome.COMPILE_ERROR, False
@@ -55,7 +57,9 @@ def classify(exc: BaseException, stage: str) -> tuple[Outcome, bool]:
 def _is_compile_failure(exc: BaseException) -> bool:
     """Triton JIT errors (CompilationError on GPU, InterpreterError under the CPU interpreter) and build failures."""
     name = type(exc).__name__
-    if name == "CompileError" and type(exc).__module__ == "kernel_gym.cuda_raw":  # NVRTC
+    from kernel_gym import cuda_raw
+
+    if isinstance(exc, cuda_raw.CompileError):  # NVRTC
         return True
     return (name in ("CompilationError", "CompileTimeAssertionFailure", "InterpreterError", "CalledProcessError")
             or type(exc).__module__.split(".")[0] == "triton")

@@ -90,12 +90,18 @@ class EvalJob:
         return cls(**d)
 
 
+def task_tolerance(task: Any) -> tuple[float, float] | None:
+    """The task's own (atol, rtol) when its metadata sets either, else None (the per-dtype default applies)."""
+    meta = task.metadata
+    if "atol" in meta or "rtol" in meta:
+        return float(meta.get("atol", 1e-4)), float(meta.get("rtol", 1e-4))
+    return None
+
+
 def job_for(task: Any, code: str, *, backend: str, config: EvalConfig, size: str = "auto") -> EvalJob:
     """The job for `code` answering a `kernel_gym.tasks.Task`: its sizes for the config's device (`size` as in
     `gym.make(size=...)`), its second shape, dtype, precision contract and own tolerance."""
-    meta = task.metadata
-    tolerance = (float(meta.get("atol", 1e-4)), float(meta.get("rtol", 1e-4))) if ("atol" in meta or "rtol" in meta) \
-        else None
+    tolerance = task_tolerance(task)
     return EvalJob(task_id=task.id, task_source=task.source, code=code, backend=backend,
                    sizes=task.sizes_for(config.device, size),
                    alt_sizes=task.alt_sizes_for(config.device) if size in ("auto", "cpu", "full") else None,

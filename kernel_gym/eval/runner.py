@@ -39,6 +39,8 @@ from kernel_gym.eval.timing import (
 from kernel_gym.signals import collect as signals
 
 log = logging.getLogger(__name__)
+_CPU_ONLY = ("the CUDA sources compile ({how}), but CUDA kernels cannot run on the CPU backend; evaluate on a GPU "
+             "(device='cuda') or write a Triton solution")
 
 
 def _checksum(t: torch.Tensor) -> tuple[float, float]:
@@ -230,14 +232,12 @@ class JobRun:
             raise Stop(Outcome.COMPILE_ERROR, "nvcc failed on cuda_sources:\n" + trim(log))
         self.compiled = True
         self.signals.update(signals.cuda_compile_signals(kwargs.get("cuda_sources", ""), self.job.code, self.workdir))
-        raise Stop(Outcome.UNSUPPORTED, "the CUDA sources compile (nvcc check), but CUDA kernels cannot run on the "
-                   "CPU backend; evaluate on a GPU (device='cuda') or write a Triton solution")
+        raise Stop(Outcome.UNSUPPORTED, _CPU_ONLY.format(how="nvcc check"))
 
     def cuda_raw_on_cpu(self, module: Any) -> None:
         self.compiled = True
         self.signals.update(signals.cuda_raw_compile_signals(module, self.job.code))
-        raise Stop(Outcome.UNSUPPORTED, f"the CUDA source compiles (NVRTC, {module.arch}), but CUDA kernels cannot "
-                   "run on the CPU backend; evaluate on a GPU (device='cuda') or write a Triton solution")
+        raise Stop(Outcome.UNSUPPORTED, _CPU_ONLY.format(how=f"NVRTC, {module.arch}"))
 
     def trial(self, i: int, scale: float | None = None, judge: bool = True) -> Any:
         """One correctness trial on fresh inputs (floating inputs times `scale` if given); the mismatch or None."""
