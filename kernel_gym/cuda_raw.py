@@ -37,15 +37,18 @@ that detects decoy kernels), exactly like Triton launches.
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import json
 import os
 import re
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from kernel_gym.c_params import CParam as Param
+from kernel_gym.c_params import parse_params
 
 __all__ = ["compile", "RawModule", "RawKernel", "CompileError", "NoCudaDevice", "kernel_signatures"]
 
@@ -71,7 +74,6 @@ class NoCudaDevice(RuntimeError):
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _GLOBAL = re.compile(r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?"
                      r"(\w+)\s*\(([^)]*)\)")
-_QUALIFIERS = {"const", "volatile", "__restrict__", "__restrict", "restrict", "signed", "struct"}
 
 # C scalar type -> (ctypes type). Pointers are packed as 64-bit addresses.
 _SCALARS: dict[str, Any] = {
@@ -96,29 +98,10 @@ _POINTEES: dict[str, tuple[str, ...] | None] = {
 }
 
 
-@dataclass(frozen=True)
-class Param:
-    name: str
-    ctype: str  # the C type without qualifiers, e.g. "float" (pointee for pointers)
-    pointer: bool
-
-
-def _param(text: str) -> Param:
-    text = text.strip()
-    pointer = "*" in text or "[" in text
-    words = [w for w in re.split(r"[\s*&\[\]]+", text) if w and w not in _QUALIFIERS]
-    name = words[-1] if len(words) > 1 else ""
-    base = " ".join(words[:-1] if len(words) > 1 else words)
-    return Param(name, base, pointer)
-
-
 def kernel_signatures(source: str) -> dict[str, tuple[Param, ...]]:
     """`__global__` function name -> its parameters, read from the source (templates are not supported)."""
-    out: dict[str, tuple[Param, ...]] = {}
-    for m in _GLOBAL.finditer(_COMMENTS.sub(" ", source)):
-        params = m.group(2).strip()
-        out[m.group(1)] = tuple(_param(p) for p in params.split(",")) if params and params != "void" else ()
-    return out
+    return {m.group(1): tuple(parse_params(m.group(2), ignore=("signed", "struct")))
+            for m in _GLOBAL.finditer(_COMMENTS.sub(" ", source))}
 
 
 # ---- NVRTC -------------------------------------------------------------------------------------------------------
@@ -130,6 +113,7 @@ def _check(result: tuple, what: str) -> tuple:
     return result[1:]
 
 
+@functools.cache
 def _include_dirs() -> list[str]:
     """CUDA headers for NVRTC (cuda_fp16.h, cuda_bf16.h ...): the nvidia wheel's, else CUDA_HOME's."""
     dirs = []
@@ -194,6 +178,7 @@ HEADERS: dict[str, str] = {"cstdint": _STDINT, "stdint.h": _STDINT, "cfloat": _F
 PRELUDE_OPTION = "--pre-include=kernel_gym_prelude.h"
 
 
+@functools.cache
 def _nvrtc_version() -> str:
     from cuda.bindings import nvrtc
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from kernel_gym.c_params import parse_params
 from kernel_gym.errors import TaskFormatError
 from kernel_gym.tasks.c_reference import POINTER_DTYPES, SCALAR_TYPES, Arg
 from kernel_gym.tasks.task import Task, parse_task
@@ -43,7 +44,6 @@ from kernel_gym.tasks.task import Task, parse_task
 HEADER = re.compile(r"/\*\s*kernel-gym\b(.*?)\*/\n?", re.S)
 ROLES = ("size", "param", "in", "out", "inout")
 INITS = {"randn": "torch.randn(shape, dtype={dt})", "rand": "torch.rand(shape, dtype={dt})"}
-_QUALIFIERS = {"const", "restrict", "__restrict", "__restrict__", "volatile"}
 _META_KEYS = ("description", "entry", "baseline", "dtype", "atol", "rtol", "difficulty", "allow_precision",
               "sizes", "cpu", "alt", "full_alt", "args")
 
@@ -78,21 +78,14 @@ def _c_params(code: str, entry: str, where: str) -> list[tuple[str, str, bool, b
     if m is None:
         raise TaskFormatError(f"{where}: no definition `void {entry}(...) {{` (the entry function must return void)")
     out = []
-    for raw in (p.strip() for p in m.group(1).split(",")):
-        if not raw or raw == "void":
-            continue
-        pointer = "*" in raw or raw.endswith("]")
-        words = re.sub(r"\[[^\]]*\]|\*", " ", raw).split()
-        const = "const" in words
-        words = [w for w in words if w not in _QUALIFIERS]
-        if len(words) < 2:
-            raise TaskFormatError(f"{where}: cannot read the parameter {raw!r} of {entry}")
-        name, ctype = words[-1], " ".join(words[:-1])
-        known = POINTER_DTYPES if pointer else SCALAR_TYPES
-        if ctype not in known:
-            raise TaskFormatError(f"{where}: parameter {name!r} has type {ctype!r}{' *' if pointer else ''}; "
+    for p in parse_params(m.group(1)):
+        if not p.name:
+            raise TaskFormatError(f"{where}: cannot read the parameter {p.ctype!r} of {entry}")
+        known = POINTER_DTYPES if p.pointer else SCALAR_TYPES
+        if p.ctype not in known:
+            raise TaskFormatError(f"{where}: parameter {p.name!r} has type {p.ctype!r}{' *' if p.pointer else ''}; "
                                   f"supported: {', '.join(known)}")
-        out.append((name, ctype, pointer, const))
+        out.append((p.name, p.ctype, p.pointer, p.const))
     return out
 
 
