@@ -135,3 +135,19 @@ def relu_code():
 @pytest.fixture(scope="session")
 def repo_root() -> pathlib.Path:
     return ROOT
+
+
+@pytest.fixture(scope="session")
+def cpu_job():
+    """cpu_job(code, **config) -> an EvalJob for level1/relu on the CPU backend (Ray, service and adapter tests)."""
+    from kernel_gym.eval.job import EvalConfig, job_for
+    from kernel_gym.tasks import load_task
+
+    task = load_task("level1/relu")
+
+    def make(code: str, **config):
+        config.setdefault("compile_timeout_s", 60)
+        config.setdefault("run_timeout_s", 60)
+        return job_for(task, code, backend="triton", config=EvalConfig(device="cpu", **config))
+
+    return make

@@ -1,4 +1,4 @@
-"""A CPU evaluation job factory and a real uvicorn server on a free port, for the service tests."""
+"""A real uvicorn server on a free port, for the service tests (the job factory `cpu_job` is in tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -7,24 +7,6 @@ import threading
 import time
 
 import pytest
-
-
-@pytest.fixture(scope="session")
-def cpu_job():
-    """cpu_job(code, **config) -> an EvalJob for level1/relu on the CPU backend."""
-    from kernel_gym.eval.job import EvalConfig, EvalJob
-    from kernel_gym.tasks import load_task
-
-    task = load_task("level1/relu")
-
-    def make(code: str, **config) -> EvalJob:
-        config.setdefault("compile_timeout_s", 60)
-        config.setdefault("run_timeout_s", 60)
-        return EvalJob(task_id=task.id, task_source=task.source, code=code, backend="triton",
-                       sizes=task.sizes_for("cpu"), alt_sizes=task.alt_sizes_for("cpu"),
-                       config=EvalConfig(device="cpu", **config))
-
-    return make
 
 
 def free_port() -> int:
