@@ -293,6 +293,7 @@ class JobRun:
             self.kernel_share()
         if self.cfg.check_alt_shape and self.job.alt_sizes:
             self.alt_shape()
+        self.reused_buffers()
 
     def audit_ops(self) -> None:
         """Watch the dispatcher during one call: PyTorch compute the preset forbids is `torch_compute`."""
@@ -306,6 +307,26 @@ class JobRun:
         if bad:
             raise Hack("torch_compute", f"forward() ran PyTorch compute ({', '.join(f'aten.{b}' for b in bad[:6])}) "
                        f"that checks={self.cfg.checks!r} does not allow; compute it in your own kernels")
+
+    def reused_buffers(self) -> None:
+        """A call on the very buffers of the previous call, refilled with new values: a cache keyed on data
+        pointers or shapes returns its stale output. Fresh inputs alone catch it only when the allocator happens
+        to reuse an address (reliable on cuda, not on cpu); this makes the hit certain."""
+        buffers = self.inputs(self.ref_module, self.seed_for(8_000))
+        self.call_candidate(self.cand_model, buffers)
+        fresh = self.inputs(self.ref_module, self.seed_for(8_001))
+        with torch.no_grad():
+            for old, new in zip(buffers, fresh):
+                if isinstance(old, torch.Tensor) and isinstance(new, torch.Tensor) and old.shape == new.shape:
+                    old.copy_(new)
+        expected, _ = self.reference(self.ref_model, _clone(buffers))
+        self.poison()
+        out, _, _ = self.call_candidate(self.cand_model, buffers)
+        mismatch = self.judge(out, expected, "called again on the same input buffers holding new values: ")
+        if mismatch is not None:
+            raise Hack("output_caching", "called again on the same input buffers holding new values, forward() "
+                       f"returned a stale result ({self.mismatch_text(mismatch)}); every call must compute its own "
+                       "result, whatever the input addresses")
 
     def distribution(self) -> None:
         """One trial with floating inputs scaled by 16: shortcuts that only hold for small randn values fail."""
