@@ -21,7 +21,7 @@ from typing import Any
 MANIFEST_VERSION = 1
 SPLIT_SALT = "kernel-gym/split/v1:"
 EVAL_MODULUS = 5  # 1 in 5 tasks is "eval"
-_MEASURED_KEYS = ("baseline_ms", "baseline_ms_source", "baseline_alt_ms", "measured_on", "measured_with")
+_MEASURED_KEYS = ("baseline_ms", "baseline_ms_source", "baseline_alt_ms", "measured_on", "measured_with", "baseline_of")
 
 
 def assign_split(task_id: str) -> str:

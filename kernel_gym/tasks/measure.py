@@ -9,6 +9,10 @@ Method (the harness's, so manifest and env agree): the reference at its full siz
 `torch.backends.cudnn.allow_tf32` both False, restored afterwards), `warmup` untimed calls, then `repeats` calls
 each after an L2 flush, timed with CUDA events around a whole-device synchronize
 (`kernel_gym.eval.timing.CudaTimer`); the median is the baseline. Exit code 1 when a task is under `--min-ms`.
+
+What is timed is what the env's `speedup` is measured against (`timed_reference()` in kernel_gym/eval/runner.py):
+the program's `Baseline` when it defines one (a C task's PyTorch baseline, docs/c2cuda.md; its entry then records
+`"baseline_of": "Baseline"`), else `Model` (for a C task without a baseline, the C reference itself).
 """
 
 from __future__ import annotations
@@ -38,19 +42,47 @@ def full_fp32() -> Iterator[None]:
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
 
 
+def timed_class(module: Any) -> str:
+    """The class the harness times a candidate against: "Baseline" when the program defines one, else "Model"."""
+    return "Baseline" if hasattr(module, "Baseline") else "Model"
+
+
+def baseline_of(source: str) -> str:
+    """`timed_class` of a reference source (executes it at its full sizes; no model or inputs are built)."""
+    from kernel_gym.eval.loading import load_reference
+
+    return timed_class(load_reference(source, {}))
+
+
+def build_timed(module: Any, seed: int = 0) -> tuple[Any, list[Any]]:
+    """The timed module and its inputs (on the current device): `build` for `Model`; for a `Baseline`, as the
+    runner's `timed_reference()` does, `Baseline(*get_init_inputs())` after `torch.manual_seed(seed)`."""
+    import torch
+
+    from kernel_gym.tasks.roofline import build
+
+    if timed_class(module) == "Model":
+        return build(module, seed)
+    torch.manual_seed(seed)
+    init = list(module.get_init_inputs())
+    torch.manual_seed(seed)
+    model = module.Baseline(*init)
+    return model, list(module.get_inputs())
+
+
 def time_reference(source: str, sizes: dict[str, Any] | None = None, *, device: str = "cuda", warmup: int = 3,
                    repeats: int = 20) -> float:
-    """Median milliseconds of the reference's forward at `sizes` ({} = full) on `device`, TF32 off."""
+    """Median milliseconds of the timed reference's forward (`Baseline` if defined, else `Model`) at `sizes`
+    ({} = full) on `device`, TF32 off."""
     import torch
 
     from kernel_gym.eval.loading import load_reference
     from kernel_gym.eval.timing import make_timer
-    from kernel_gym.tasks.roofline import build
 
     dev = torch.device(device)
     with dev:  # parameters and inputs made on the device: the same shapes and distributions, no 1 GiB host copies
         module = load_reference(source, dict(sizes or {}))
-        model, inputs = build(module)
+        model, inputs = build_timed(module)
     timer = make_timer(dev)
     samples = []
     try:
@@ -114,6 +146,9 @@ def main(argv: list[str] | None = None) -> int:
         ms = time_reference(source, device=args.device, warmup=args.warmup, repeats=args.repeats)
         entry.update(baseline_ms=round(ms, 4), baseline_ms_source="measured", measured_on=name,
                      measured_with=f"torch {torch.__version__}, TF32 off, median of {args.repeats}, L2 flushed")
+        entry.pop("baseline_of", None)
+        if baseline_of(source) == "Baseline":
+            entry["baseline_of"] = "Baseline"
         if full_alt and not args.no_alt:
             entry["baseline_alt_ms"] = round(time_reference(source, full_alt, device=args.device, warmup=args.warmup,
                                                             repeats=args.repeats), 4)
