@@ -3,7 +3,7 @@
     python benchmarks/bench_speed.py compile    [--out DIR]                       # cold / cached compile times
     python benchmarks/bench_speed.py throughput --kind triton --n 64 --stock-sample 6 --workers 8 [--out DIR]
     python benchmarks/bench_speed.py throughput --kind cuda   --n 32 --stock-sample 2 --workers 8 [--out DIR]
-    python benchmarks/bench_speed.py cv         [--repeats 5] [--out DIR]        # speedup CV over repeats
+    python benchmarks/bench_speed.py cv         [--repeats 5] [--timing-trials N] [--out DIR]   # speedup CV
 
 Actions are distinct sources (a salt comment inside every kernel, so nothing is reused from a compile cache) of
 the genuine solutions in tests/solutions/. The stock harness (benchmarks/stock_harness.py) evaluates one kernel per
@@ -221,7 +221,7 @@ def section_cv(args: argparse.Namespace) -> dict:
         task = load_task(name.replace("_", "/", 1))
         for r in range(args.repeats):
             jobs.append(job_for(task, (SOL / f"{name}.py").read_text(), backend="triton",
-                                config=EvalConfig(device="cuda", seed=100 + r)))
+                                config=EvalConfig(device="cuda", seed=100 + r, timing_trials=args.timing_trials)))
             keys.append(name)
     results = evaluator.evaluate_many(jobs)  # concurrently: the per-GPU timing lock keeps measurements apart
     evaluator.close()
@@ -234,7 +234,8 @@ def section_cv(args: argparse.Namespace) -> dict:
                       "cv": round(statistics.pstdev(sp) / statistics.mean(sp), 4) if len(sp) > 1 else None,
                       "outcomes": [r.outcome.value for r in rs],
                       "lock_wait_ms": [r.stage_ms.get("gpu_lock_wait") for r in rs]}
-    print(f"\n### Speedup CV over {args.repeats} repeated evaluations ({args.workers} concurrent workers, H200)\n")
+    print(f"\n### Speedup CV over {args.repeats} repeated evaluations ({args.workers} concurrent workers, "
+          f"{args.timing_trials or 30} timed rounds per side, H200)\n")
     print("| kernel | runtime ms | speedups | CV |\n|---|---|---|---|")
     for name, r in rows.items():
         sps = ", ".join(f"{s:.3f}" for s in r["speedups"])
@@ -253,12 +254,14 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--stock-builds", type=int, default=2)
     parser.add_argument("--cold-builds", type=int, default=3)
+    parser.add_argument("--timing-trials", type=int, default=None, help="cv: timed rounds per side (default 30)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     result = {"compile": section_compile, "throughput": section_throughput, "cv": section_cv}[args.section](args)
     if args.out:
         Path(args.out).mkdir(parents=True, exist_ok=True)
-        name = args.section + (f"_{args.kind}" if args.section == "throughput" else "")
+        name = args.section + (f"_{args.kind}" if args.section == "throughput" else "") + (
+            f"_{args.timing_trials}rounds" if args.section == "cv" and args.timing_trials else "")
         (Path(args.out) / f"{name}.json").write_text(json.dumps(result, indent=1, default=str))
 
 

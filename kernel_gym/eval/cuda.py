@@ -81,7 +81,7 @@ def install(device: str, build_root: Path) -> None:
             try:
                 return counted_extension(_build(f"{name}_{digest.hexdigest()[:15]}f", fast, build_root))
             except Exception as e:  # noqa: BLE001 - the stock build decides; the fast one is only an optimisation
-                if "cuda_header" not in changes:
+                if not {"cuda_header", "cpp_header"} & changes.keys():
                     raise  # same sources as the stock build: its error is the candidate's
                 log.info("fast build failed (%s); building the stock way", type(e).__name__)
         return counted_extension(_build(f"{name}_{digest.hexdigest()[:16]}", params, build_root))

@@ -11,11 +11,12 @@ Order of events (and why):
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import secrets
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -215,11 +216,13 @@ class JobRun:
         self.check_harness()
         self.stage = "first_call"  # from here, only Triton JIT and build failures count as compile errors
         self.progress("first_call")  # the env now applies the run timeout
+        # outside the lock: a ModelNew may build its extension in __init__ (CPU work that must not hold up timers)
         self.ref_model, self.cand_model = self.build(self.ref_module, self.cand_module)
-        inputs = self.inputs(self.ref_module, self.seed_for(-1))
-        self.poison()
-        with signals.record_launches() as self.triton_launches, device_lock(self.device, exclusive=False):
-            self.first_out, launched, _ = self.call_candidate(self.cand_model, _clone(inputs))
+        with self.shared_gpu():  # making inputs is GPU work too: never beside another job's timing
+            inputs = self.inputs(self.ref_module, self.seed_for(-1))
+            self.poison()
+            with signals.record_launches() as self.triton_launches:
+                self.first_out, launched, _ = self.call_candidate(self.cand_model, _clone(inputs))
         self.compiled = True
         self.signals["own_launches_per_call"] = float(launched)
         if launched == 0:
@@ -393,10 +396,17 @@ class JobRun:
                 self.signals["timing_not_exclusive"] = 1.0
             return self.timing()
 
+    @contextlib.contextmanager
+    def shared_gpu(self) -> Iterator[None]:
+        """GPU work other than timing (building models and inputs, first call, checks, signals): beside other
+        jobs' such work, but never while one of them is being timed. Waits add up in stage_ms["gpu_shared_wait"]."""
+        with device_lock(self.device, exclusive=False) as wait:
+            self.stage_ms["gpu_shared_wait"] = round(self.stage_ms.get("gpu_shared_wait", 0.0) + wait.seconds * 1e3, 3)
+            yield
+
     def shared_correctness(self) -> None:
         """The correctness stage, beside other jobs' checks but never while one of them is being timed."""
-        with device_lock(self.device, exclusive=False) as wait:
-            self.stage_ms["gpu_shared_wait"] = round(wait.seconds * 1e3, 3)
+        with self.shared_gpu():
             self.correctness()
 
     def timing(self) -> Timing:
@@ -473,7 +483,8 @@ class JobRun:
             self.timed("kernel_signals", self.kernel_signals)
             self.stage = "timing"
             timing = self.timed("timing", self.exclusive_timing)
-            self.timed("roofline_signals", lambda: self.roofline_signals(timing))
+            with self.shared_gpu():
+                self.timed("roofline_signals", lambda: self.roofline_signals(timing))
         except Hack as hack:
             return self.result(Outcome.REJECTED, hack.message, hacks=(hack.name,), hack_details=(hack.message,))
         except Stop as stop:

@@ -17,6 +17,35 @@ from kernel_gym.eval.cuda import find_nvcc
 
 RELU = (Path(__file__).resolve().parents[1] / "solutions" / "cuda" / "level1_relu.py").read_text()
 RELU_CU = RELU.split('r"""')[1].split('"""')[0]
+# What typical load_inline CUDA files use: checks, dispatch, streams, guards, device properties, accessors, factories.
+KITCHEN_SINK = """#include <torch/extension.h>
+#include <cuda_runtime.h>
+#define CHECK_INPUT(x) TORCH_CHECK(x.is_cuda() && x.is_contiguous(), #x " must be a contiguous CUDA tensor")
+
+template <typename scalar_t>
+__global__ void scale_kernel(const torch::PackedTensorAccessor32<scalar_t, 2, torch::RestrictPtrTraits> x,
+                             torch::PackedTensorAccessor32<scalar_t, 2, torch::RestrictPtrTraits> y, float s) {
+    int i = blockIdx.x, j = threadIdx.x;
+    if (i < x.size(0) && j < x.size(1)) y[i][j] = x[i][j] * static_cast<scalar_t>(s);
+}
+
+torch::Tensor scale(torch::Tensor x, double s) {
+    CHECK_INPUT(x);
+    const at::cuda::OptionalCUDAGuard guard(x.device());
+    auto y = torch::zeros_like(x);
+    auto z = torch::empty({x.size(0), x.size(1)}, x.options().dtype(torch::kFloat32));
+    auto w = torch::full({1}, 2.0, torch::TensorOptions().device(x.device()));
+    int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+    cudaStream_t stream = at::cuda::getCurrentCUDAStream();
+    AT_DISPATCH_FLOATING_TYPES_AND_HALF(x.scalar_type(), "scale", [&] {
+        scale_kernel<scalar_t><<<x.size(0), x.size(1), 0, stream>>>(
+            x.packed_accessor32<scalar_t, 2, torch::RestrictPtrTraits>(),
+            y.packed_accessor32<scalar_t, 2, torch::RestrictPtrTraits>(), (float)s);
+    });
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    return sms > 0 && w.numel() == 1 ? y : z;  // (tensor operators such as z + w need ATen/Functions.h: "types")
+}
+"""
 
 
 @pytest.fixture(autouse=True)
@@ -35,16 +64,49 @@ def test_header_choice_is_the_lightest_that_suffices():
 
 
 def test_fast_params_swap_the_header_and_put_the_pch_first(monkeypatch):
-    monkeypatch.setattr(fast_build, "pch_dir", lambda cflags, paths: Path("/pch/key"))
+    monkeypatch.setattr(fast_build, "pch_dir", lambda cflags, paths, header: Path(f"/pch/{header}"))
     params = {"cpp_sources": "torch::Tensor f(torch::Tensor x);", "cuda_sources": RELU_CU, "functions": ["f"],
               "extra_cflags": ["-O3"], "extra_cuda_cflags": ["-O3"], "use_pch": True}
     fast, changes = fast_build.fast_params(params)
     cuda = "\n".join(fast["cuda_sources"])
-    assert "torch/extension.h" not in cuda and f"<{fast_build.LITE_HEADER}>" in cuda
+    assert "torch/extension.h" not in cuda and f"<{fast_build.LITE_PREFIX}_" in cuda
     assert fast["extra_cuda_cflags"][0] == "-O3" and fast["extra_cuda_cflags"][1].startswith("-I")
-    assert fast["extra_cflags"] == ["-I/pch/key", "-O3"] and "use_pch" not in fast
-    assert changes == {"cuda_header": "lite", "pch": "key"}
+    assert fast["extra_cflags"] == ["-I/pch/lite", "-O3"] and "use_pch" not in fast
+    assert changes == {"cuda_header": "lite", "cpp_header": "lite", "pch": "lite"}
     assert params["cuda_sources"] == RELU_CU  # the caller's arguments are untouched (the stock fallback)
+    main = fast["cpp_sources"]
+    main.insert(0, "#include <torch/extension.h>")  # what load_inline does
+    assert main[0] == f"#include <{fast_build.BIND_HEADER}>"
+    heavy = dict(params, cpp_sources="torch::Tensor f(torch::Tensor x) { return torch::matmul(x, x); }")
+    fast, changes = fast_build.fast_params(heavy)
+    assert "cpp_header" not in changes and fast["extra_cflags"][0] == "-I/pch/stock"
+
+
+def test_light_header_includes_only_what_the_source_uses():
+    plain = fast_build.lite_headers(RELU_CU)
+    assert not any("CUDAGuard" in h or "CUDAContextLight" in h for h in plain)
+    assert any(h.startswith("kernel_gym_ops_empty_like_") for h in plain) and "ATen/ops/empty_like.h" not in plain
+    guarded = RELU_CU.replace("auto xc", "const at::cuda::OptionalCUDAGuard guard(x.device());\n    auto xc")
+    assert "c10/cuda/CUDAGuard.h" in fast_build.lite_headers(guarded)
+    props = RELU_CU.replace("auto xc", "int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;\n"
+                                       "    auto xc")
+    assert fast_build.header_choice(props) == "lite"
+    assert "ATen/cuda/CUDAContextLight.h" in fast_build.lite_headers(props)
+    unknown = RELU_CU.replace("auto xc", "at::cuda::CUDAEvent ev;\n    auto xc")
+    assert fast_build.header_choice(unknown) == "types"  # a CUDA-namespace name the light header does not know
+    assert fast_build.header_choice("using namespace torch;\n" + RELU_CU) == "types"
+
+
+def test_ops_header_is_torchs_own_wrappers_without_their_includes():
+    import torch
+
+    name = fast_build.ops_header("empty_like")
+    text = (fast_build.lite_include_dir() / name).read_text()
+    original = (Path(torch.__file__).parent / "include" / "ATen" / "ops" / "empty_like.h").read_text()
+    assert "#include <ATen/Context.h>" in original and "ATen/Context.h" not in text
+    assert "#include <ATen/ops/empty_like_ops.h>" in text
+    wrappers = [line for line in original.splitlines() if line.startswith("inline ")]
+    assert wrappers and all(line in text for line in wrappers)
 
 
 @pytest.mark.slow
@@ -53,9 +115,13 @@ def test_lite_header_compiles_a_typical_cuda_file(tmp_path):
     from torch.utils.cpp_extension import include_paths
 
     src = tmp_path / "cuda.cu"
-    src.write_text(fast_build._EXTENSION_INCLUDE.sub(f"#include <{fast_build.LITE_HEADER}>", RELU_CU))
+    assert fast_build.header_choice(KITCHEN_SINK) == "lite"
+    header = fast_build.lite_header(fast_build.lite_headers(KITCHEN_SINK))
+    src.write_text(fast_build._EXTENSION_INCLUDE.sub(f"#include <{header}>", KITCHEN_SINK))
     nvidia_inc = [str(p) for p in Path(sysconfig.get_paths()["purelib"]).glob("nvidia/cu*/include")]
-    cmd = [find_nvcc(), "-c", "-std=c++20", "-O3", "-arch=sm_90", "--expt-relaxed-constexpr", "-Xcompiler", "-fPIC",
+    from torch.utils.cpp_extension import COMMON_NVCC_FLAGS  # what load_inline passes (no half operators, ...)
+
+    cmd = [find_nvcc(), "-c", "-std=c++20", "-O3", "-arch=sm_90", *COMMON_NVCC_FLAGS, "-Xcompiler", "-fPIC",
            f"-I{fast_build.lite_include_dir()}", f"-I{sysconfig.get_paths()['include']}",
            *[f"-I{p}" for p in include_paths(device_type="cuda")], *[x for p in nvidia_inc for x in ("-isystem", p)],
            str(src), "-o", str(tmp_path / "cuda.o")]
@@ -79,7 +145,9 @@ def test_pch_is_used_by_torchs_own_main_cpp_flags(tmp_path):
     run = subprocess.run(["g++", "-H", "-fsyntax-only", "-Winvalid-pch", str(tmp_path / "main.cpp"),
                           *shlex.split(cflags), *shlex.split(post)], capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-2000:]
-    used = [line for line in run.stderr.splitlines() if line.startswith("!") and line.endswith("extension.h.gch")]
+    gch = f"{fast_build.BIND_HEADER}.gch" if changes.get("cpp_header") == "lite" else "extension.h.gch"
+    assert changes.get("cpp_header") == "lite"  # it only declares a function: the light binding header suffices
+    used = [line for line in run.stderr.splitlines() if line.startswith("!") and line.endswith(gch)]
     assert used, "g++ did not use the precompiled header:\n" + run.stderr[-2000:]
 
 
@@ -112,4 +180,5 @@ def test_fast_cuda_build_compiles_and_imports_without_a_gpu(tmp_path, monkeypatc
     module = ext.load_inline("kg_fast_relu", build_directory=str(tmp_path), **fast)
     assert callable(module.relu_forward)
     cu = (tmp_path / "cuda.cu").read_text()
-    assert "torch/types.h" not in cu and cu.index("<cuda.h>") < cu.index(fast_build.LITE_HEADER)
+    assert "torch/types.h" not in cu and cu.index("<cuda.h>") < cu.index(fast_build.LITE_PREFIX)
+    assert changes["cpp_header"] == "lite" and fast_build.BIND_HEADER in (tmp_path / "main.cpp").read_text()

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# One command on the lent GPU machine: install the carried wheels (.whl/), then run the named stages in order.
+# Logs go to $OUT (the device tool brings them back). Usage, from the repo root on the device:
+#   bash benchmarks/device_session.sh warm gpu-tests compile
+#   bash benchmarks/device_session.sh cv throughput-cuda c2cuda-baselines
+#   bash benchmarks/device_session.sh compile:220 cv:60      # stage:seconds bounds one stage
+# Each stage is bounded by its own timeout (STAGE:SECONDS, else STAGE_TIMEOUT_S, default 400 s) so one stuck stage
+# cannot eat the call. GPU_TESTS picks the tests of the gpu-tests stage (default: all of tests/).
+set -u -o pipefail
+OUT=${OUT:-/tmp/kg_out}
+mkdir -p "$OUT"
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    || exit 1
+fi
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 KERNEL_GYM_CACHE=${KERNEL_GYM_CACHE:-/tmp/kgcache}
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | tee -a "$OUT/session.log"
+for arg in "$@"; do
+  stage=${arg%%:*}; T=${STAGE_TIMEOUT_S:-400}
+  [ "$stage" != "$arg" ] && T=${arg#*:}  # stage:seconds
+  echo "=== $stage $(date -u +%T)" | tee -a "$OUT/session.log"
+  { case $stage in
+    warm)  # build every load_inline solution the GPU tests use into the shared cache, several at once
+      timeout "$T" python3 scripts/warm_cuda_cache.py tests/solutions/cuda/*.py --workers 3 &
+      for t in saxpy row_sum histogram spmv_csr; do
+        timeout "$T" python3 scripts/warm_cuda_cache.py "tests/solutions/c2cuda/${t}_cuda.py" --task "c2cuda/$t" \
+          --workers 1 &
+      done
+      wait ;;
+    gpu-tests)
+      timeout "$T" python3 -m pytest -m gpu ${GPU_TESTS:-tests} -p no:cacheprovider -q -rfE --durations=15 ;;
+    compile)
+      timeout "$T" python3 benchmarks/bench_speed.py compile --stock-builds 1 --cold-builds ${COLD_BUILDS:-3} --out "$OUT" ;;
+    cv)
+      timeout "$T" python3 benchmarks/bench_speed.py cv --repeats 5 --workers 4 --out "$OUT" ;;
+    cv-100)
+      timeout "$T" python3 benchmarks/bench_speed.py cv --repeats 5 --workers 4 --timing-trials 100 --out "$OUT" ;;
+    throughput-cuda)
+      timeout "$T" python3 benchmarks/bench_speed.py throughput --kind cuda --n 32 --stock-sample 2 --workers 8 \
+        --out "$OUT" ;;
+    throughput-triton)
+      timeout "$T" python3 benchmarks/bench_speed.py throughput --kind triton --n 64 --stock-sample 6 --workers 8 \
+        --out "$OUT" ;;
+    step-latency)
+      timeout "$T" python3 benchmarks/step_latency.py --repeats 3 --out "$OUT/step_latency.json" ;;
+    c2cuda-baselines)
+      cp tasks/manifest.json "$OUT/manifest.json"
+      timeout "$T" python3 -m kernel_gym.tasks.measure --out "$OUT/manifest.json" \
+        --only $(python3 -c "import json; print(' '.join(k for k in json.load(open('tasks/manifest.json'))['tasks'] if k.startswith('c2cuda/')))") ;;
+    *) echo "unknown stage $stage"; false ;;
+  esac; } 2>&1 | tee -a "$OUT/session.log"  # one log: the device tool brings back at most 8 files
+  echo "=== $stage rc=$? $(date -u +%T)" | tee -a "$OUT/session.log"
+done
