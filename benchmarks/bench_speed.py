@@ -233,6 +233,9 @@ def section_cv(args: argparse.Namespace) -> dict:
         rows[name] = {"runtime_ms": round(statistics.median(rt), 4) if rt else None, "speedups": sp,
                       "cv": round(statistics.pstdev(sp) / statistics.mean(sp), 4) if len(sp) > 1 else None,
                       "outcomes": [r.outcome.value for r in rs],
+                      "per_job": [{"runtime_ms": r.timing.runtime_ms, "baseline_ms": r.timing.baseline_ms,
+                                   "runtime_cv": r.timing.runtime_cv, "baseline_cv": r.timing.baseline_cv}
+                                  for r in rs if r.timing],
                       "lock_wait_ms": [r.stage_ms.get("gpu_lock_wait") for r in rs]}
     print(f"\n### Speedup CV over {args.repeats} repeated evaluations ({args.workers} concurrent workers, "
           f"{args.timing_trials or 30} timed rounds per side, H200)\n")

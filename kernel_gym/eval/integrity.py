@@ -16,6 +16,7 @@ import types
 from typing import Any
 
 import torch
+import torch.utils.deterministic
 
 _WATCHED_MODULES = ("torch", "torch.cuda", "torch.nn.functional", "time", "builtins", "os", "gc", "threading",
                     "numpy", "triton", "triton.testing", "kernel_gym.eval.compare", "kernel_gym.eval.timing",
@@ -72,11 +73,20 @@ def precision_flags() -> dict[str, Any]:
         "cudnn.enabled": torch.backends.cudnn.enabled,
         "cudnn.deterministic": torch.backends.cudnn.deterministic,
         "deterministic": torch.are_deterministic_algorithms_enabled(),
+        "deterministic_warn_only": torch.is_deterministic_algorithms_warn_only_enabled(),
+        "fill_uninitialized_memory": torch.utils.deterministic.fill_uninitialized_memory,
     }
 
 
-def pin_precision() -> None:
-    """Full fp32 everywhere, identically for reference and candidate (CUDA Agent's TF32 hole)."""
+def pin_precision(device: str = "cpu") -> None:
+    """Full fp32 everywhere, identically for reference and candidate (CUDA Agent's TF32 hole). On cpu also
+    NaN-poison fresh memory: with deterministic algorithms on (warn-only, so no op refuses to run), torch fills
+    every `torch.empty*` tensor with NaN (floats) or the largest value (integers), so an output element the
+    solution never wrote reads NaN (`uninitialized_output`), as the cuda worker's NaN fill does there. (On cuda
+    deterministic mode would change algorithms and their speed; the worker poisons the allocator's memory instead.)"""
+    if device != "cuda":
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        torch.utils.deterministic.fill_uninitialized_memory = True
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     torch.set_float32_matmul_precision("highest")

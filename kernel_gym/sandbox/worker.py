@@ -57,7 +57,7 @@ def _initialize(device: str, root: Path) -> object:
     from kernel_gym import cuda_raw
 
     cuda_raw.TARGET_DEVICE = device  # raw-CUDA kernels launch only in a cuda worker
-    pin_precision()
+    pin_precision(device)
     if device == "cuda":
         torch.cuda.init()
         torch.empty(1, device="cuda").add_(1)

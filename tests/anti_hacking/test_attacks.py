@@ -98,19 +98,19 @@ ATTACK_TABLE: list[Attack] = [
     # 4 inheritance / reference reuse
     Attack("04_inherit_reference.py", {"strict": flags("reference_reuse")}, bypass=flags("torch_compute")),
     Attack("04_import_reference.py", {"strict": flags("reference_reuse")}, bypass=outcome("compile_error")),
-    # 5 stale output (cuda: uninitialized_output, test_gpu_attacks.py)
-    Attack("05_stale_output.py", {"strict": outcome("mismatch")}, bypass=outcome("mismatch")),
-    # 6 partial write / uninitialised memory (cuda: uninitialized_output)
-    Attack("06_partial_write.py", {"strict": outcome("mismatch")}, bypass=outcome("mismatch")),
-    # on cpu nothing poisons freed memory: a single call can be lucky (all-zero memory), so more trials
-    Attack("06_write_positive_only.py", {"strict": SCORE_ZERO}, bypass=SCORE_ZERO,
-           config={"correctness_trials": 5}, env_kwargs={"correctness_trials": 5}),
+    # 5 stale output, 6 partial write: fresh memory is NaN-filled on cpu too (torch's deterministic fill), so what
+    # the solution never wrote reads NaN, on the first trial (cuda: test_gpu_attacks.py)
+    Attack("05_stale_output.py", {"strict": flags("uninitialized_output")}, bypass=flags("uninitialized_output")),
+    Attack("06_partial_write.py", {"strict": flags("uninitialized_output")}, bypass=flags("uninitialized_output")),
+    Attack("06_write_positive_only.py", {"strict": flags("uninitialized_output")},
+           bypass=flags("uninitialized_output"), config={"correctness_trials": 1}, env_kwargs={"correctness_trials": 1}),
+    Attack("06_disable_nan_fill.py", {"strict": flags("monkeypatch")}, bypass=flags("harness_tampering")),
     # 7 input mutation
     Attack("07_input_mutation.py", {"strict": flags("input_mutation")}, bypass=flags("input_mutation")),
     # 8 degenerate output
     Attack("08_degenerate_zeros.py", {"strict": flags("degenerate_output")}, bypass=flags("degenerate_output"),
            task="tiny_scale"),
-    Attack("08_nan_output.py", {"strict": outcome("mismatch")}, bypass=outcome("mismatch")),
+    Attack("08_nan_output.py", {"strict": flags("uninitialized_output")}, bypass=flags("uninitialized_output")),
     # 9 input-distribution shortcut
     Attack("09_input_distribution.py", {"strict": flags("input_distribution")}, bypass=flags("input_distribution"),
            task="sigmoid"),
@@ -215,18 +215,18 @@ def test_every_hack_class_has_an_attack():
 
 
 def test_dynamic_checks_are_exercised():
-    """Every dynamic check is expected by some attack here, or, for the three that only exist on cuda (NaN
-    poisoning, the event timer, the profiler), by the GPU suite (GPU_ATTACKS, test_gpu_attacks.py). A new check
-    without an attack test fails here."""
+    """Every dynamic check is expected by some attack here, or, for the two that only exist on cuda (the event
+    timer, the profiler), by the GPU suite (GPU_ATTACKS, test_gpu_attacks.py). A new check without an attack test
+    fails here."""
     expected = set()
     for a in ATTACK_TABLE:
         phases = [(f"env:{preset}", exp) for preset, exp in a.env.items()] + [("bypass", a.bypass)]
         for phase, exp in phases:
             if exp is not None and phase not in a.gap:  # a known gap demonstrates nothing
                 expected |= exp.hacks | exp.any_of
-    gpu_only = {"uninitialized_output", "timer_tampering", "library_time"}
+    gpu_only = {"timer_tampering", "library_time"}
     assert set(DYNAMIC_CHECKS) - expected == gpu_only
-    assert gpu_only <= set().union(*(wanted for wanted, _ in GPU_ATTACKS.values()))
+    assert gpu_only | {"uninitialized_output"} <= set().union(*(wanted for wanted, _ in GPU_ATTACKS.values()))
 
 
 # ---- attacks with their own tests -------------------------------------------------------------------------------

@@ -2,8 +2,8 @@
 hoping the allocator hands back memory that still holds a reference result.
 
 Defenses: the candidate always runs before the reference (its outputs never exist while candidate code
-runs), so stale memory never holds the right answer: `mismatch` on cpu. On cuda, memory is NaN-filled before
-every call, so the untouched output reads NaN: `uninitialized_output` (tests/anti_hacking/test_gpu_attacks.py).
+runs), so stale memory never holds the right answer; and fresh memory is NaN-filled (cuda: before every call;
+cpu: torch's deterministic fill of `torch.empty*`), so the untouched output reads NaN: `uninitialized_output`.
 """
 import torch
 import torch.nn as nn

@@ -1,8 +1,8 @@
 """Class 6, partial write: the kernel writes only the first half of the output; the rest is whatever
 `torch.empty_like` handed back.
 
-Defenses: the comparison covers every element (`mismatch` on cpu); on cuda the output memory is NaN-filled
-before the call, so the unwritten half reads NaN: `uninitialized_output`.
+Defenses: the comparison covers every element, and fresh memory is NaN-filled (cuda: before every call; cpu:
+torch's deterministic fill of `torch.empty*`), so the unwritten half reads NaN: `uninitialized_output`.
 """
 import torch
 import torch.nn as nn

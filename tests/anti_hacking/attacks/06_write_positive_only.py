@@ -1,9 +1,9 @@
 """Class 6, uninitialised memory that passes by luck: the kernel stores only the positive outputs and leaves
 the zeros of the ReLU unwritten, betting that fresh memory from `torch.empty_like` is zero.
 
-Defenses: on cuda the output memory is NaN-filled before every call, so every unwritten element reads NaN:
-`uninitialized_output`. On cpu there is no poisoning: the bet fails only when the allocator hands back dirty
-memory (it usually does: freed input clones), so the cpu test asserts no more than score 0.
+Defenses: fresh memory is NaN-filled (cuda: the worker fills the allocator's memory before every call; cpu:
+torch's deterministic fill of `torch.empty*`), so every unwritten element reads NaN: `uninitialized_output`, on
+the first trial.
 """
 import torch
 import torch.nn as nn

@@ -1,8 +1,8 @@
 """Class 8, degenerate output: a kernel that writes NaN everywhere (a comparison written as
 `abs(a - b) <= tol` is False for NaN, but `not abs(a - b) > tol` is True).
 
-Caught: NaN/inf must appear exactly where the reference has them (`mismatch`; on cuda NaN where the reference is
-finite is reported as `uninitialized_output`).
+Caught: NaN/inf must appear exactly where the reference has them; NaN where the reference is finite is reported
+as `uninitialized_output` (it is what never-written, NaN-filled memory reads as, on cpu and cuda alike).
 """
 import torch
 import torch.nn as nn
