@@ -60,8 +60,7 @@ PackedTensorAccessor PackedTensorAccessor32 PackedTensorAccessor64 TensorAccesso
 ArrayRef optional nullopt irange elementSize toString typeMetaToScalarType Error
 """.split())
 _FACTORIES = frozenset("empty empty_like empty_strided zeros zeros_like ones ones_like full full_like".split())
-_STREAM_NAMES = frozenset("CUDAStream getCurrentCUDAStream getDefaultCUDAStream getStreamFromPool setCurrentCUDAStream "
-                          "device_count current_device set_device stream_synchronize".split())
+_STREAM_NAMES = frozenset("CUDAStream getCurrentCUDAStream getDefaultCUDAStream getStreamFromPool".split())
 _GUARD_NAMES = frozenset("CUDAGuard OptionalCUDAGuard CUDAStreamGuard OptionalCUDAStreamGuard".split())
 _CONTEXT_NAMES = frozenset("getCurrentDeviceProperties getDeviceProperties getCurrentCUDABlasHandle "
                            "getCurrentCUDABlasLtHandle getCurrentCUDASparseHandle getCurrentCUDASolverDnHandle "
