@@ -83,7 +83,13 @@ def install(device: str, build_root: Path) -> None:
             except Exception as e:  # noqa: BLE001 - the stock build decides; the fast one is only an optimisation
                 if not {"cuda_header", "cpp_header"} & changes.keys():
                     raise  # same sources as the stock build: its error is the candidate's
-                log.info("fast build failed (%s); building the stock way", type(e).__name__)
+                log.info("fast build failed (%s); retrying with a heavier header", type(e).__name__)
+            if changes.get("cuda_header") == "lite":  # e.g. tensor operators (a + b) in the wrapper: torch/types.h
+                fast, _ = fast_build.fast_params(params, cuda_header="types")
+                try:
+                    return counted_extension(_build(f"{name}_{digest.hexdigest()[:15]}t", fast, build_root))
+                except Exception as e:  # noqa: BLE001
+                    log.info("types-header build failed (%s); building the stock way", type(e).__name__)
         return counted_extension(_build(f"{name}_{digest.hexdigest()[:16]}", params, build_root))
 
     ext.load_inline = isolated_load_inline

@@ -250,15 +250,18 @@ def pch_dir(extra_cflags: list[str], extra_include_paths: list[str], header: str
     return out_dir
 
 
-def fast_params(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+def fast_params(params: dict[str, Any], cuda_header: str | None = None) -> tuple[dict[str, Any], dict[str, str]]:
     """load_inline keyword arguments for the fast build, and what was changed (for logs and benchmarks).
 
     `changes` holds "cuda_header" ("lite" or "types") and "cpp_header" ("lite") when a header was swapped (a failed
-    build must then be retried the stock way), and "pch" (the precompiled header's key) when one is used."""
+    build must then be retried: "types" after "lite", then the stock way), and "pch" (the precompiled header's
+    key) when one is used. `cuda_header` forces the CUDA file's header choice ("types" for the retry)."""
     params = dict(params)
     changes: dict[str, str] = {}
     cuda_src = _text(params.get("cuda_sources"))
     choice = header_choice(cuda_src) if cuda_src else "stock"
+    if cuda_header is not None and choice != "stock":
+        choice = cuda_header
     if choice != "stock":
         header = f"#include <{lite_header(lite_headers(cuda_src))}>" if choice == "lite" else "#include <torch/types.h>"
         swapped = _EXTENSION_INCLUDE.sub(header, cuda_src, count=1)

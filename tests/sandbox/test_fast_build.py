@@ -182,3 +182,36 @@ def test_fast_cuda_build_compiles_and_imports_without_a_gpu(tmp_path, monkeypatc
     cu = (tmp_path / "cuda.cu").read_text()
     assert "torch/types.h" not in cu and cu.index("<cuda.h>") < cu.index(fast_build.LITE_PREFIX)
     assert changes["cpp_header"] == "lite" and fast_build.BIND_HEADER in (tmp_path / "main.cpp").read_text()
+
+
+@pytest.mark.parametrize("fails, expected", [("f", ["f", "t"]), ("ft", ["f", "t", "stock"]), ("", ["f"])])
+def test_failed_light_build_retries_with_types_then_stock(monkeypatch, tmp_path, fails, expected):
+    """A light build that fails (say, tensor operators in the wrapper) is retried with torch/types.h, then the
+    stock way; the stock build's error, if any, is the candidate's."""
+    import torch.utils.cpp_extension as ext
+
+    from kernel_gym.eval import cuda
+
+    calls = []
+
+    def fake_build(unique, params, build_root):
+        cu = fast_build._text(params["cuda_sources"])
+        kind = "f" if fast_build.LITE_PREFIX in cu else "stock" if "torch/extension.h" in cu else "t"
+        assert kind == "stock" or unique.endswith(kind)  # fast builds get their own cache names
+        calls.append(kind)
+        if kind in fails:
+            raise RuntimeError(f"{kind} build failed")
+        return kind
+
+    monkeypatch.setattr(cuda, "_build", fake_build)
+    monkeypatch.setattr(cuda, "counted_extension", lambda module: module)
+    monkeypatch.setattr(cuda, "_toolchain_key", lambda: ("torch", "cuda", "9.0"))
+    monkeypatch.setattr(fast_build, "pch_dir", lambda cflags, paths, header: None)
+    saved = ext.load_inline
+    try:
+        cuda.install("cuda", tmp_path)
+        built = ext.load_inline("relu", cpp_sources="torch::Tensor relu_forward(torch::Tensor x);",
+                                cuda_sources=RELU_CU, functions=["relu_forward"])
+    finally:
+        ext.load_inline = saved
+    assert calls == expected and built == expected[-1]
