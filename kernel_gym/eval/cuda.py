@@ -84,7 +84,8 @@ def install(device: str, build_root: Path) -> None:
                 if not {"cuda_header", "cpp_header"} & changes.keys():
                     raise  # same sources as the stock build: its error is the candidate's
                 log.info("fast build failed (%s); retrying with a heavier header", type(e).__name__)
-            if changes.get("cuda_header") == "lite":  # e.g. tensor operators (a + b) in the wrapper: torch/types.h
+                missing = fast_build.missing_declaration(str(e))
+            if changes.get("cuda_header") == "lite" and missing:  # e.g. tensor operators (a + b): torch/types.h
                 fast, _ = fast_build.fast_params(params, cuda_header="types")
                 try:
                     return counted_extension(_build(f"{name}_{digest.hexdigest()[:15]}t", fast, build_root))

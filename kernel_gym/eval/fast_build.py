@@ -250,6 +250,16 @@ def pch_dir(extra_cflags: list[str], extra_include_paths: list[str], header: str
     return out_dir
 
 
+_MISSING = re.compile(r'no operator "|has no member|is undefined|no instance of (?:overloaded )?function|'
+                      r"incomplete type|is not a member of|was not declared|does not name a type|no matching function")
+
+
+def missing_declaration(build_error: str) -> bool:
+    """Whether a failed build's errors say a declaration was missing (which a heavier header may supply), rather
+    than, say, a syntax error that every header fails on the same way (then the retry is skipped)."""
+    return bool(_MISSING.search(build_error))
+
+
 def fast_params(params: dict[str, Any], cuda_header: str | None = None) -> tuple[dict[str, Any], dict[str, str]]:
     """load_inline keyword arguments for the fast build, and what was changed (for logs and benchmarks).
 

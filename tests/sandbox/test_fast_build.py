@@ -184,10 +184,16 @@ def test_fast_cuda_build_compiles_and_imports_without_a_gpu(tmp_path, monkeypatc
     assert changes["cpp_header"] == "lite" and fast_build.BIND_HEADER in (tmp_path / "main.cpp").read_text()
 
 
-@pytest.mark.parametrize("fails, expected", [("f", ["f", "t"]), ("ft", ["f", "t", "stock"]), ("", ["f"])])
-def test_failed_light_build_retries_with_types_then_stock(monkeypatch, tmp_path, fails, expected):
-    """A light build that fails (say, tensor operators in the wrapper) is retried with torch/types.h, then the
-    stock way; the stock build's error, if any, is the candidate's."""
+MISSING = 'cuda.cu(21): error: no operator "+" matches these operands'
+SYNTAX = 'cuda.cu(21): error: expected a ";"'
+
+
+@pytest.mark.parametrize("fails, error, expected", [("f", MISSING, ["f", "t"]), ("ft", MISSING, ["f", "t", "stock"]),
+                                                    ("", MISSING, ["f"]), ("f", SYNTAX, ["f", "stock"])])
+def test_failed_light_build_retries_with_types_then_stock(monkeypatch, tmp_path, fails, error, expected):
+    """A light build that fails for a missing declaration (say, tensor operators in the wrapper) is retried with
+    torch/types.h, then the stock way; one that fails otherwise (a syntax error) goes to the stock build at once,
+    whose error, if any, is the candidate's."""
     import torch.utils.cpp_extension as ext
 
     from kernel_gym.eval import cuda
@@ -200,7 +206,7 @@ def test_failed_light_build_retries_with_types_then_stock(monkeypatch, tmp_path,
         assert kind == "stock" or unique.endswith(kind)  # fast builds get their own cache names
         calls.append(kind)
         if kind in fails:
-            raise RuntimeError(f"{kind} build failed")
+            raise RuntimeError(f"Error building extension '{unique}': {error}")
         return kind
 
     monkeypatch.setattr(cuda, "_build", fake_build)
