@@ -221,3 +221,37 @@ def test_failed_light_build_retries_with_types_then_stock(monkeypatch, tmp_path,
     finally:
         ext.load_inline = saved
     assert calls == expected and built == expected[-1]
+
+
+@pytest.mark.slow
+def test_tensor_operators_in_the_wrapper_build_through_the_types_retry(tmp_path, monkeypatch):
+    """Real builds (nvcc + g++ + link + import; nothing runs): a wrapper using `a + b` on tensors fails with the
+    light header (no ATen/Functions.h) and builds with torch/types.h, without falling back to the stock build."""
+    import glob
+
+    import torch.utils.cpp_extension as ext
+
+    from kernel_gym.eval import cuda
+
+    roots = sorted(glob.glob("/usr/local/cuda*/bin/nvcc"))
+    if not roots:
+        pytest.skip("needs a CUDA toolkit under /usr/local/cuda*")
+    monkeypatch.setattr(ext, "CUDA_HOME", str(Path(roots[-1]).parents[1]))
+    monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", "9.0")
+    monkeypatch.setattr(cuda, "counted_extension", lambda module: module)
+    built = []
+    real_build = cuda._build
+    monkeypatch.setattr(cuda, "_build", lambda unique, params, root: built.append(unique) or real_build(
+        unique, dict(params, extra_include_paths=[str(p) for p in Path(sysconfig.get_paths()["purelib"]).glob(
+            "nvidia/cu*/include")]), root))
+    source = RELU_CU.replace("return y;", "return y + xc * 0;")
+    assert fast_build.header_choice(source) == "lite"  # operators are not names: the light header is tried first
+    saved = ext.load_inline
+    try:
+        cuda.install("cuda", tmp_path)
+        module = ext.load_inline("relu_ops", cpp_sources="torch::Tensor relu_forward(torch::Tensor x);",
+                                 cuda_sources=source, functions=["relu_forward"], extra_cuda_cflags=["-O3"])
+    finally:
+        ext.load_inline = saved
+    assert callable(module.relu_forward)
+    assert [u[-1] for u in built] == ["f", "t"]  # light failed, types built; no stock build
