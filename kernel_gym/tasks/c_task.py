@@ -5,6 +5,7 @@ starts with `/* kernel-gym`, TOML metadata (docs/c2cuda.md has the full format):
 
     /* kernel-gym
     description = "SAXPY: y <- a*x + y on n floats"
+    level = 1                           # difficulty as in KernelBench: 1 map, 2 reduction/stencil/..., 3 irregular
     baseline = "a * x + y"              # PyTorch expression (or a function body with `return`) on the device
     [sizes]                             # full (GPU) sizes of the size symbols
     n = 16_777_216
@@ -44,7 +45,7 @@ from kernel_gym.tasks.task import Task, parse_task
 HEADER = re.compile(r"/\*\s*kernel-gym\b(.*?)\*/\n?", re.S)
 ROLES = ("size", "param", "in", "out", "inout")
 INITS = {"randn": "torch.randn(shape, dtype={dt})", "rand": "torch.rand(shape, dtype={dt})"}
-_META_KEYS = ("description", "entry", "baseline", "dtype", "atol", "rtol", "difficulty", "allow_precision",
+_META_KEYS = ("description", "level", "entry", "baseline", "dtype", "atol", "rtol", "difficulty", "allow_precision",
               "sizes", "cpu", "alt", "full_alt", "args")
 
 
@@ -125,6 +126,9 @@ def parse_c(text: str, name: str, where: str = "") -> CTask:
     unknown = sorted(set(meta) - set(_META_KEYS))
     if unknown:
         raise TaskFormatError(f"{where}: unknown header key(s) {', '.join(unknown)}; known: {', '.join(_META_KEYS)}")
+    level = meta.get("level")
+    if level is not None and (not isinstance(level, int) or isinstance(level, bool) or level < 1):
+        raise TaskFormatError(f"{where}: level must be a positive integer (1, 2, 3 as in KernelBench), not {level!r}")
     sizes = meta.get("sizes", {})
     if not sizes or not all(isinstance(v, int) for v in sizes.values()):
         raise TaskFormatError(f"{where}: [sizes] must give an integer full size for every size symbol")
@@ -240,11 +244,12 @@ def program(t: CTask) -> str:
 
 def load_c_task(path: str | Path, task_id: str | None = None, level: int | None = None) -> Task:
     """A `Task` from a `.c` file: `.source` is the generated program the harness runs; `.metadata["c_source"]`
-    the C code shown to the agent, `["interface"]` its calling convention."""
+    the C code shown to the agent, `["interface"]` its calling convention. `.level` is `level`, else the header's
+    `level` (not written into the generated program, so adding one leaves `.source` and its manifest hash alone)."""
     path = Path(path)
     t = parse_c(path.read_text(), path.stem, str(path))
     task_id = task_id or str(path.resolve())
-    task = parse_task(task_id, program(t), path, level)
+    task = parse_task(task_id, program(t), path, level if level is not None else t.meta.get("level"))
     meta = {**task.metadata, "c_source": t.code, "interface": interface(t), "has_baseline": "baseline" in t.meta}
     return replace(task, metadata=meta)
 

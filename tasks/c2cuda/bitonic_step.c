@@ -1,5 +1,6 @@
 /* kernel-gym
 description = "One compare-exchange stage (k = 1024, j = 256) of a bitonic sorting network over n floats."
+level = 2
 baseline = """
 idx = torch.arange(n, device=x.device)
 partner = idx ^ j

@@ -1,5 +1,6 @@
 /* kernel-gym
 description = "Black-Scholes prices of European call and put options (polynomial normal CDF), r = 0.02, sigma = 0.30."
+level = 1
 baseline = """
 def cnd(d):
     kk = 1.0 / (1.0 + 0.2316419 * d.abs())

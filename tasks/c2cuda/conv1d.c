@@ -1,5 +1,6 @@
 /* kernel-gym
 description = "1-D valid cross-correlation of a long signal with a 31-tap filter: out[i] = sum_t x[i+t] w[t]."
+level = 2
 baseline = "torch.nn.functional.conv1d(x.view(1, 1, -1), w.view(1, 1, -1)).view(-1)"
 
 [sizes]

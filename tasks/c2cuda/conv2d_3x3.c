@@ -1,5 +1,6 @@
 /* kernel-gym
 description = "2-D valid cross-correlation of a single-channel h x w image with a 3x3 filter."
+level = 2
 baseline = "torch.nn.functional.conv2d(img[None, None], k[None, None])[0, 0]"
 
 [sizes]

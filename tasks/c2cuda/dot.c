@@ -1,5 +1,6 @@
 /* kernel-gym
 description = "Dot product of two float vectors (accumulated in double), written to a 1-element output."
+level = 2
 baseline = "torch.dot(x, y).reshape(1)"
 
 [sizes]

@@ -1,5 +1,6 @@
 /* kernel-gym
 description = "RGB (uint8, h x w x 3) to grayscale float: 0.299 r + 0.587 g + 0.114 b."
+level = 1
 baseline = "(0.299 * img[..., 0].float() + 0.587 * img[..., 1].float()) + 0.114 * img[..., 2].float()"
 
 [sizes]

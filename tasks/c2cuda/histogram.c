@@ -1,5 +1,6 @@
 /* kernel-gym
 description = "Histogram: count how many of n int32 values in [0, 256) fall in each of 256 bins."
+level = 2
 baseline = """
 counts = torch.zeros(bins, dtype=torch.int64, device=x.device)
 counts.scatter_add_(0, x.long(), torch.ones_like(x, dtype=torch.int64))

@@ -1,5 +1,6 @@
 /* kernel-gym
 description = "One Jacobi sweep of the 2-D Laplace equation: each interior point becomes the mean of its 4 neighbours; the border is copied."
+level = 2
 baseline = """
 out = u.clone()
 out[1:-1, 1:-1] = 0.25 * (((u[:-2, 1:-1] + u[2:, 1:-1]) + u[1:-1, :-2]) + u[1:-1, 2:])

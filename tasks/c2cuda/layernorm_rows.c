@@ -1,5 +1,6 @@
 /* kernel-gym
 description = "Layer normalisation of each row (no affine): (x - mean) / sqrt(var + 1e-5), statistics in double."
+level = 2
 baseline = "torch.nn.functional.layer_norm(x, (cols,), eps=1e-5)"
 
 [sizes]

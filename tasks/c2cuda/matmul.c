@@ -1,5 +1,6 @@
 /* kernel-gym
 description = "Matrix product C = A B of an m x k and a k x n float matrix (fp32, no TF32)."
+level = 2
 baseline = "a @ b"
 
 [sizes]

@@ -1,5 +1,6 @@
 /* kernel-gym
 description = "Matrix-vector product y = A x of a rows x cols float matrix (rows accumulated in double)."
+level = 2
 baseline = "a @ x"
 
 [sizes]

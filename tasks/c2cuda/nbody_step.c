@@ -1,5 +1,6 @@
 /* kernel-gym
 description = "One leapfrog step of an n-body system: all-pairs softened gravity (G = 1, eps^2 = 0.01), then v += dt a, p += dt v."
+level = 3
 baseline = """
 p, m = pos[:, :3], pos[:, 3]
 d = p[None, :, :] - p[:, None, :]

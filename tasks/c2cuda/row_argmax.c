@@ -1,5 +1,6 @@
 /* kernel-gym
 description = "Maximum of each row of a rows x cols float matrix and its column index (int32, first on ties)."
+level = 2
 baseline = """
 mx, idx = x.max(dim=1)
 return mx, idx.to(torch.int32)

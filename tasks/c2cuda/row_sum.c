@@ -1,5 +1,6 @@
 /* kernel-gym
 description = "Sum of each row of a rows x cols float matrix (accumulated in double)."
+level = 2
 baseline = "x.sum(dim=1)"
 
 [sizes]

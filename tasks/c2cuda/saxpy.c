@@ -1,5 +1,6 @@
 /* kernel-gym
 description = "SAXPY: y <- a*x + y on n floats."
+level = 1
 baseline = "a * x + y"
 
 [sizes]

@@ -1,5 +1,6 @@
 /* kernel-gym
 description = "Inclusive prefix sum along each row of a rows x cols float matrix (running sum in double)."
+level = 2
 baseline = "torch.cumsum(x, dim=1)"
 
 [sizes]

@@ -1,5 +1,6 @@
 /* kernel-gym
 description = "Scatter by a permutation: out[perm[i]] = x[i] (perm a random permutation of 0..n-1)."
+level = 3
 baseline = "torch.empty_like(x).index_copy_(0, perm.long(), x)"
 
 [sizes]

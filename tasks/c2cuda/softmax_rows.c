@@ -1,5 +1,6 @@
 /* kernel-gym
 description = "Softmax of each row of a rows x cols float matrix (max-subtracted, sum in double)."
+level = 2
 baseline = "torch.softmax(x, dim=1)"
 
 [sizes]

@@ -1,5 +1,6 @@
 /* kernel-gym
 description = "Sparse matrix-vector product y = A x, A an n x n CSR matrix with nnz non-zeros spread unevenly over its rows."
+level = 3
 baseline = """
 rows = torch.searchsorted(row_ptr, torch.arange(nnz, dtype=torch.int32, device=x.device), right=True) - 1
 return torch.zeros(n, dtype=x.dtype, device=x.device).index_add_(0, rows, vals * x[col_idx.long()])

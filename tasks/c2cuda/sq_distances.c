@@ -1,5 +1,6 @@
 /* kernel-gym
 description = "All-pairs squared Euclidean distances between m and n points of dimension d (sums in double)."
+level = 2
 baseline = "((a * a).sum(1)[:, None] + (b * b).sum(1)[None, :]) - 2.0 * (a @ b.t())"
 
 [sizes]

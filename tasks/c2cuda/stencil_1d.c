@@ -1,5 +1,6 @@
 /* kernel-gym
 description = "Three-point stencil out[i] = 0.25 x[i-1] + 0.5 x[i] + 0.25 x[i+1] inside, end points copied."
+level = 2
 baseline = """
 out = x.clone()
 out[1:-1] = 0.25 * x[:-2] + 0.5 * x[1:-1] + 0.25 * x[2:]

@@ -1,5 +1,6 @@
 /* kernel-gym
 description = "Matrix transpose: out[c][r] = x[r][c] for a rows x cols float matrix."
+level = 2
 baseline = "x.t().contiguous()"
 
 [sizes]
