@@ -4,7 +4,8 @@ Occupancy figures are NVIDIA's (CUDA C Programming Guide, "Compute Capabilities"
 calculator's allocation rules, `cuda_occupancy.h`). Peaks are configured, not measured at run time:
 `bandwidth` is the *achievable* device-to-device copy bandwidth measured on an H200 (4.3 TB/s, reads plus
 writes; the datasheet's 4.8 TB/s is not reachable), FLOP rates are dense datasheet figures. Change them with
-`dataclasses.replace(spec, ...)` or add a spec to `SPECS`.
+`dataclasses.replace(spec, ...)` or add a spec to `SPECS`. This is the one place GPU peaks are kept: the task
+baselines' roofline estimate (`kernel_gym.tasks.roofline`) reads `H200` from here too.
 """
 
 from __future__ import annotations

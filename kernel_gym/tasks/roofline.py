@@ -7,7 +7,9 @@ arguments and results (an eager PyTorch reference runs one kernel per op, unfuse
 
     estimate_ms = Σ_ops bytes / bandwidth + flops / flop_rate + launches · launch_overhead
 
-with H200 numbers (4.3 TB/s, 50 TFLOP/s fp32 without tensor cores, 2 µs a launch). Against the measured
+with the H200's peaks from `kernel_gym.signals.hardware` (the one place GPU peaks are kept): its achievable copy
+bandwidth (4.3 TB/s) and `SGEMM_FRACTION` of its fp32 CUDA-core peak (5/6 of 60 = 50 TFLOP/s, what cuBLAS sgemm
+reaches with TF32 off), plus 2 µs a launch. Against the measured
 references of the first suite (README.md) it lands within ~0.6-1.1x: memory-bound ops reach ~60-80 % of peak
 bandwidth, so the estimate is a slight *under*-estimate there, which is the safe side for a "> 0.1 ms" filter.
 """
@@ -23,10 +25,17 @@ from torch.utils._pytree import tree_leaves
 from torch.utils.flop_counter import FlopCounterMode
 
 from kernel_gym.eval.loading import load_reference
+from kernel_gym.signals.hardware import H200
 from kernel_gym.signals.roofline import tensor_bytes
 
-BANDWIDTH_BYTES_PER_S = 4.3e12  # H200 HBM3e, copy bandwidth
-FLOPS_PER_S = 5.0e13  # H200 fp32 without tensor cores (TF32 off), what cuBLAS sgemm reaches
+SPEC = H200
+"""The GPU the estimates are for; its peaks live in `kernel_gym.signals.hardware` only."""
+SGEMM_FRACTION = 5 / 6
+"""The share of the fp32 (CUDA-core) FLOP peak an eager reference's matmuls and convolutions reach: cuBLAS sgemm
+with TF32 off runs at ~50 of the H200's 60 TFLOP/s. Memory traffic uses the spec's bandwidth as is (it is already
+the achievable copy bandwidth, not the datasheet's)."""
+BANDWIDTH_BYTES_PER_S = SPEC.bandwidth  # 4.3e12: H200 HBM3e, device-to-device copy bandwidth
+FLOPS_PER_S = SPEC.peak_flops("float32") * SGEMM_FRACTION  # 5.0e13: H200 fp32 without tensor cores (TF32 off)
 LAUNCH_S = 2e-6  # one eager kernel launch
 MODEL = {"bandwidth_bytes_per_s": BANDWIDTH_BYTES_PER_S, "flops_per_s": FLOPS_PER_S, "launch_s": LAUNCH_S,
          "formula": "sum over ATen ops of bytes/bandwidth + flops/flops_per_s + launch_s"}

@@ -89,6 +89,17 @@ def test_roofline_counts_bytes_and_flops():
     assert small.flops == 2 * 8 * 4096 * 4096
 
 
+def test_roofline_reads_the_gpu_peaks_of_the_signals_hardware_spec():
+    """One source of truth for peaks (kernel_gym.signals.hardware); the manifest's model (and so every estimate_ms)
+    stays 4.3 TB/s and 50 TFLOP/s."""
+    from kernel_gym.signals.hardware import H200
+    from kernel_gym.tasks.roofline import FLOPS_PER_S, MODEL, SGEMM_FRACTION, SPEC
+
+    assert SPEC is H200 and BANDWIDTH_BYTES_PER_S == H200.bandwidth
+    assert FLOPS_PER_S == H200.peak_flops("float32") * SGEMM_FRACTION
+    assert MODEL == MANIFEST["roofline"] and (BANDWIDTH_BYTES_PER_S, FLOPS_PER_S) == (4.3e12, 5.0e13)
+
+
 @pytest.mark.parametrize("task_id", [t for t in ALL_TASKS if not t.startswith("c2cuda/")])
 def test_generator_validator_accepts_every_suite_task(task_id):
     """(C tasks may have integer or scalar outputs: tests/tasks/test_c2cuda.py checks them.) Deterministic (also across forwards), finite, non-constant, uses every input, > 0.1 ms estimated."""
