@@ -8,7 +8,8 @@ Conventions (the value of an attempt is its speedup when correct, else 0):
   fraction of tasks with any correct attempt (a correct attempt's speedup is always positive).
 - `best@k`: the expected best value of k trajectories drawn without replacement from a task's n, with the unbiased
   estimator `Σ_i v_(i)·C(i−1, k−1) / C(n, k)` over the sorted per-trajectory bests, averaged over tasks.
-- Rates (`correct`, `compiled`, `hack`, `format_error`, `not_okay`) are fractions of all attempts (responses).
+- Rates (`correct`, `compiled`, `hack`, `format_error`, `not_okay`) are fractions of all attempts (responses); with
+  an LLM judge (docs/preference.md) also `review_flag`: attempts the judge flagged for review.
 """
 
 from __future__ import annotations
@@ -45,6 +46,10 @@ class Attempt:
     not_okay: str | None = None
     """The Not-Okay reason of the response (see `not_okay_reason`), None when the response is well-formed."""
     score: float = 0.0
+    review_flags: tuple[str, ...] | None = None
+    """The LLM judge's review flags (`info["review_flags"]`, e.g. judge_not_genuine); None when the env had no judge."""
+    judge: float | None = None
+    """The judge's rating in [0, 1] (`info["signals"]["judge"]`); None when the turn was not rated."""
 
     @property
     def value(self) -> float:
@@ -61,7 +66,12 @@ class Attempt:
         return cls(turn=int(info.get("turn", 1)), correct=bool(info.get("correct")), speedup=info.get("speedup"),
                    format_ok=bool(info.get("format_ok", True)), compiled=bool(info.get("compiled")),
                    hacks=tuple(info.get("hacks") or ()), error=info.get("error"), not_okay=not_okay,
-                   score=float(info.get("score") or 0.0))
+                   score=float(info.get("score") or 0.0), review_flags=_flags(info.get("review_flags")),
+                   judge=(info.get("signals") or {}).get("judge"))
+
+
+def _flags(value: Any) -> tuple[str, ...] | None:
+    return None if value is None else tuple(str(f) for f in value)
 
 
 @dataclass(frozen=True)
@@ -93,7 +103,7 @@ class ConfigMetrics:
     trajectories: int
     attempts: int
     rates: dict[str, float]
-    """Fractions of attempts: correct, compiled, hack, format_error, not_okay."""
+    """Fractions of attempts: correct, compiled, hack, format_error, not_okay; review_flag with an LLM judge."""
     solved: float
     """Fraction of tasks with a correct attempt (= fast_0)."""
     mean_speedup: float
@@ -110,6 +120,10 @@ class ConfigMetrics:
     budget_curve: list[tuple[int, float]]
     """(attempts per task = k·T, best@k) for k = 1..K: the configuration's curve at growing budget."""
     not_okay_reasons: dict[str, int] = field(default_factory=dict)
+    review_flags: dict[str, int] = field(default_factory=dict)
+    """Review flag name -> attempts carrying it (an LLM judge's; empty without one)."""
+    judge_mean: float | None = None
+    """Mean of the judge's rating over the attempts it rated; None when none was rated."""
 
     def flat(self) -> dict[str, float]:
         """Namespaced scalars, for a table or a logger."""
@@ -119,6 +133,8 @@ class ConfigMetrics:
         out.update({f"best@{k}": v for k, v in self.best_at_k.items()})
         out.update({f"pass@{k}": v for k, v in self.pass_at_k.items()})
         out.update({f"turn/best@{t + 1}": v for t, v in enumerate(self.turn_best)})
+        if self.judge_mean is not None:
+            out["judge/mean"] = self.judge_mean
         return out
 
 
@@ -241,6 +257,9 @@ def config_metrics(config: str, trajectories: Sequence[Trajectory],
     rates = {"correct": rate(lambda a: a.correct), "compiled": rate(lambda a: a.compiled),
              "hack": rate(lambda a: bool(a.hacks)), "format_error": rate(lambda a: not a.format_ok),
              "not_okay": rate(lambda a: a.not_okay is not None)}
+    if any(a.review_flags is not None for a in attempts):  # an LLM judge was configured: beside the hack rate
+        rates["review_flag"] = rate(lambda a: bool(a.review_flags))
+    ratings = [a.judge for a in attempts if a.judge is not None]
     k_max = min((len(trajs) for trajs in groups.values()), default=0)
     bests = {task: [t.best() for t in trajs] for task, trajs in groups.items()}
     solved = {task: [any(a.correct for a in t.attempts) for t in trajs] for task, trajs in groups.items()}
@@ -253,7 +272,9 @@ def config_metrics(config: str, trajectories: Sequence[Trajectory],
         fast_p={float(p): fast_p(trajectories, p) for p in thresholds}, best_at_k=at_k,
         pass_at_k={k: _mean(pass_at_k(v, k) for v in solved.values()) for k in range(1, k_max + 1)},
         turn_best=turn_best, turn_mean=turn_mean, budget_curve=[(k * turns, v) for k, v in at_k.items()],
-        not_okay_reasons=dict(Counter(a.not_okay for a in attempts if a.not_okay)))
+        not_okay_reasons=dict(Counter(a.not_okay for a in attempts if a.not_okay)),
+        review_flags=dict(Counter(f for a in attempts for f in a.review_flags or ())),
+        judge_mean=_mean(ratings) if ratings else None)
 
 
 def summarize(trajectories: Iterable[Trajectory], thresholds: Sequence[float] = DEFAULT_THRESHOLDS,

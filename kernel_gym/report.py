@@ -38,13 +38,16 @@ def summary_rows(metrics: dict[str, ConfigMetrics], thresholds: Sequence[float] 
     """(headers, rows) of the summary table: one row per configuration (fast_p for p >= 1 unless `thresholds`)."""
     if thresholds is None:
         thresholds = [p for p in next(iter(metrics.values())).fast_p if p >= 1] if metrics else []
+    review = any("review_flag" in m.rates for m in metrics.values())  # an LLM judge: its flags beside the hacks
     headers = ["config", "tasks", "traj", "attempts", "correct", "solved", "mean speedup",
-               *[f"fast_{p:g}" for p in thresholds], "best@1", "hack", "format err", "not-okay"]
+               *[f"fast_{p:g}" for p in thresholds], "best@1", "hack", *(["review"] if review else []), "format err",
+               "not-okay"]
     rows = []
     for m in metrics.values():
         rows.append([m.config, str(m.tasks), str(m.trajectories), str(m.attempts), _pct(m.rates["correct"]),
                      _pct(m.solved), _fmt(m.mean_speedup), *[_pct(m.fast_p.get(float(p), 0.0)) for p in thresholds],
-                     _fmt(m.best_at_k.get(1, 0.0)), _pct(m.rates["hack"]), _pct(m.rates["format_error"]),
+                     _fmt(m.best_at_k.get(1, 0.0)), _pct(m.rates["hack"]),
+                     *([_pct(m.rates.get("review_flag", 0.0))] if review else []), _pct(m.rates["format_error"]),
                      _pct(m.rates["not_okay"])])
     return headers, rows
 
@@ -185,7 +188,8 @@ def markdown_summary(folder: Path, trajs: list[Trajectory], metrics: dict[str, C
              f"- policy: `{run.get('policy', '?')}`", f"- env: `{json.dumps(run.get('env', {}))}`",
              f"- trajectories: {len(trajs) - incomplete} complete, {incomplete} incomplete (left out of the metrics)",
              "", "## Summary", "", summary_table(metrics, markdown=True), "",
-             "correct, hack, format err and not-okay are fractions of all attempts; solved = fast_0; mean speedup is "
+             "correct, hack, format err and not-okay (and review, with an LLM judge: turns it flagged for review, not "
+             "hacks) are fractions of all attempts; solved = fast_0; mean speedup is "
              "Kevin's (per task the best correct speedup, 0 if none, averaged over tasks); fast_p is KernelBench's "
              "(fraction of tasks with an attempt correct and faster than p); best@1 is the expected best of one "
              "trajectory. Conventions: docs/rollouts.md.", "",
@@ -203,6 +207,13 @@ def markdown_summary(folder: Path, trajs: list[Trajectory], metrics: dict[str, C
         lines += ["", "## Not-Okay responses by reason", ""]
         lines.append(table(["config", *reasons], [[m.config, *[str(m.not_okay_reasons.get(r, 0)) for r in reasons]]
                                                   for m in metrics.values()], True))
+    if any("review_flag" in m.rates for m in metrics.values()):
+        flags = sorted({f for m in metrics.values() for f in m.review_flags})
+        lines += ["", "## Review flags (LLM judge; for a person to check, not hacks)", ""]
+        lines.append(table(["config", "flagged", *flags, "mean judge rating"],
+                           [[m.config, _pct(m.rates.get("review_flag", 0.0)),
+                             *[str(m.review_flags.get(f, 0)) for f in flags],
+                             "-" if m.judge_mean is None else _fmt(m.judge_mean)] for m in metrics.values()], True))
     lines += ["", "## Best correct speedup per task", ""]
     per_task = {c: {task: max(t.best() for t in ts) for task, ts in by_task(
         [t for t in trajs if t.config == c and t.complete]).items()} for c in metrics}

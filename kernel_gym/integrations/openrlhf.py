@@ -105,12 +105,15 @@ def executor_mode(mode: str | None = None) -> str:
 def turn_logs(info: dict[str, Any]) -> dict[str, float]:
     """Numeric per-turn metrics (OpenRLHF makes a tensor of each; every sample carries the same keys)."""
     error = info.get("error")
-    return {"kernel/turn": float(info["turn"]), "kernel/score": float(info["score"]),
+    logs = {"kernel/turn": float(info["turn"]), "kernel/score": float(info["score"]),
             "kernel/format_ok": float(bool(info.get("format_ok"))), "kernel/compiled": float(bool(info.get("compiled"))),
             "kernel/correct": float(bool(info.get("correct"))), "kernel/speedup": float(info.get("speedup") or 0.0),
             "kernel/hacks": float(len(info.get("hacks") or [])),
             "kernel/error_code": float(ERROR_CODES.index(error) if error in ERROR_CODES else len(ERROR_CODES)
                                        if error else 0)}
+    if "review_flags" in info:  # an LLM judge is configured (for every turn of the run, so the keys stay the same)
+        logs["kernel/review_flags"] = float(len(info["review_flags"] or []))
+    return logs
 
 
 # ---- chat formatting -----------------------------------------------------------------------------------------------

@@ -13,6 +13,11 @@ stops or stalls the env: a call has a hard deadline (`timeout_s`), and a failure
 timeout, an unparseable reply — gives no signal (`score` None) with a note saying why; after the endpoint fails
 (not a bad reply) the judge is not asked again for `retry_after_s`, so a judge that is down costs at most one
 deadline per that period.
+
+A judge pickles by its configuration (into `gym.vector.AsyncVectorEnv` sub-envs, Ray actors, ...): a policy built
+from a spec ("openai:URL", "hf:MODEL") is rebuilt lazily where the judge is unpickled (a local model is loaded there
+on first use, never pickled) and the disk cache is re-opened from its path; a Policy object passed in is pickled as
+itself. The in-memory cache, the worker threads and the pause after a failure are not carried.
 """
 
 from __future__ import annotations
@@ -140,34 +145,77 @@ class LLMJudge:
     def __init__(self, policy: str | Policy, *, template: str | None = None, timeout_s: float = 30.0,
                  retry_after_s: float = 60.0, cache_dir: str | Path | None = None, max_code_chars: int = 24_000,
                  **options: Any):
+        spec: tuple[str, dict[str, Any]] | None = None
         if isinstance(policy, str):
             kind = policy.partition(":")[0]
             defaults = dict(_POLICY_DEFAULTS.get(kind, {}))
             if kind == "openai":
                 defaults["timeout_s"] = timeout_s
+            spec = (policy, {**defaults, **options})
             try:
-                policy = make_policy(policy, **{**defaults, **options})
+                policy = make_policy(spec[0], **spec[1])
             except TypeError as e:  # an option the policy does not take
                 raise ConfigError(f"judge {policy!r}: {e}") from None
         elif not isinstance(policy, Policy):
             raise ConfigError(f"judge policy must be a spec like 'openai:URL' or a Policy, got {policy!r}")
-        self.policy, self.timeout_s, self.retry_after_s = policy, float(timeout_s), float(retry_after_s)
-        self.max_code_chars = max_code_chars
         if template is None:
             text = (resources.files("kernel_gym.preference") / "templates" / "judge.j2").read_text(encoding="utf-8")
         elif "\n" not in template and Path(template).is_file():
             text = Path(template).read_text(encoding="utf-8")
         else:
             text = template
-        self.template = _TEMPLATES.from_string(text)
-        self._identity = hashlib.sha256(f"{text}\0{policy.name}".encode()).hexdigest()  # a new rubric or judge: new cache
-        self.cache_dir = Path(cache_dir).expanduser() if cache_dir else None
+        self._setup({"spec": spec, "policy": policy, "template": text, "timeout_s": float(timeout_s),
+                     "retry_after_s": float(retry_after_s), "max_code_chars": max_code_chars,
+                     "cache_dir": Path(cache_dir).expanduser() if cache_dir else None,
+                     # a new rubric or judge: a new cache
+                     "identity": hashlib.sha256(f"{text}\0{policy.name}".encode()).hexdigest()})
+
+    def _setup(self, state: dict[str, Any]) -> None:
+        self._spec: tuple[str, dict[str, Any]] | None = state["spec"]
+        """(spec, policy options) when the policy was built from a spec: how an unpickled copy rebuilds it."""
+        self._policy: Policy | None = state["policy"]
+        self._template_text = state["template"]
+        self.template = _TEMPLATES.from_string(state["template"])
+        self.timeout_s, self.retry_after_s = state["timeout_s"], state["retry_after_s"]
+        self.max_code_chars, self.cache_dir = state["max_code_chars"], state["cache_dir"]
+        self._identity = state["identity"]
         self._memory: dict[str, JudgeVerdict] = {}
         self._lock = threading.Lock()
         self._down_until, self._last_failure = 0.0, ""
-        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="kernel-gym-judge")
+        self._pool: ThreadPoolExecutor | None = None
         self.calls = 0
         """Requests sent to the judge (cache hits excluded)."""
+
+    # ---- pickling: by configuration (AsyncVectorEnv sub-envs, Ray actors) -----------------------------------
+    def __getstate__(self) -> dict[str, Any]:
+        """The configuration only: a spec-built policy is rebuilt lazily where the judge is unpickled (a local model
+        is never pickled); a Policy object passed in is pickled as itself; caches in memory, threads and the pause
+        after a failure stay behind; the disk cache is re-opened from its (absolute) path."""
+        return {"spec": self._spec, "policy": None if self._spec is not None else self._policy,
+                "template": self._template_text, "timeout_s": self.timeout_s, "retry_after_s": self.retry_after_s,
+                "max_code_chars": self.max_code_chars, "identity": self._identity,
+                "cache_dir": None if self.cache_dir is None else self.cache_dir.absolute()}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._setup(state)
+
+    def __repr__(self) -> str:  # stable across runs and free of api keys (a rollout's run.json records env settings)
+        name = self._spec[0] if self._spec is not None else self._policy.name
+        return f"LLMJudge({name!r}, rubric={self._identity[:12]})"
+
+    @property
+    def policy(self) -> Policy:
+        """The judging policy; after unpickling, built from its spec on first use (a local model loads then)."""
+        if self._policy is None:
+            with self._lock:
+                if self._policy is None:
+                    spec, options = self._spec
+                    self._policy = make_policy(spec, **options)
+        return self._policy
+
+    @policy.setter
+    def policy(self, value: Policy) -> None:  # a policy set by hand is no longer the spec's: pickled as itself
+        self._policy, self._spec = value, None
 
     # ---- the one entry point ---------------------------------------------------------------------------
     def judge(self, task: str, reference: str, code: str, *, language: str = "python",
@@ -184,8 +232,12 @@ class LLMJudge:
         prompt = self.template.render(task=task, reference=reference[: self.max_code_chars],
                                       code=code[: self.max_code_chars], language=language,
                                       allowed_library=allowed_library)
+        try:
+            policy = self.policy  # built here on first use after unpickling: a local model loads outside the deadline
+        except Exception as e:
+            return self._failed(f"judge unavailable: could not build {self._spec[0]}: {type(e).__name__}: {e}")
         self.calls += 1
-        future = self._pool.submit(self.policy.generate, [Request(prompt=prompt, task=task, seed=0)])
+        future = self._executor().submit(policy.generate, [Request(prompt=prompt, task=task, seed=0)])
         try:
             reply = future.result(timeout=self.timeout_s)[0]
             genuine, quality, reason = parse_verdict(reply)
@@ -205,9 +257,16 @@ class LLMJudge:
         return hashlib.sha256("\0".join((self._identity, task, reference, code)).encode("utf-8")).hexdigest()
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
 
     # ---- pieces ------------------------------------------------------------------------------------------
+    def _executor(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="kernel-gym-judge")
+            return self._pool
+
     def _failed(self, note: str) -> JudgeVerdict:
         logger.warning("%s", note)
         self._last_failure = note[:200]

@@ -3,7 +3,9 @@ code hash, and "no signal" with a clear note when the endpoint is refused, errs,
 
 from __future__ import annotations
 
+import functools
 import json
+import pickle
 import socket
 import threading
 import time
@@ -184,6 +186,97 @@ def test_env_keeps_going_when_the_judge_is_down(make_env, solution, respond):
     assert "judge" not in info["signals"] and info["reward_terms"]["judge"] == 0.0 and info["review_flags"] == []
 
 
+# ---- pickling: by configuration, for AsyncVectorEnv sub-envs ---------------------------------------------------------
+def test_judge_pickles_by_its_spec_and_still_judges(endpoint, tmp_path):
+    judge = LLMJudge(endpoint, model="m", timeout_s=5, cache_dir=tmp_path / "cache")
+    assert judge.judge("t", REFERENCE, "code A").score == 0.8 and len(_Judge.prompts) == 1
+    copy = pickle.loads(pickle.dumps(judge))
+    assert copy._policy is None and copy.calls == 0  # nothing built yet: the policy comes from its spec on first use
+    assert copy.timeout_s == 5 and copy.cache_key("t", REFERENCE, "k") == judge.cache_key("t", REFERENCE, "k")
+    assert copy.judge("t", REFERENCE, "code A").cached and len(_Judge.prompts) == 1  # the disk cache, re-opened
+    verdict = copy.judge("t", REFERENCE, "code B")
+    assert verdict.score == 0.8 and not verdict.cached and len(_Judge.prompts) == 2 and copy.calls == 1
+    assert copy.policy.model == "m" and copy.policy.timeout_s == 5  # the spec's options, rebuilt
+    scripted = pickle.loads(pickle.dumps(LLMJudge(ScriptedPolicy(WRAPPER))))  # a Policy object: pickled as itself
+    assert scripted.judge("t", "ref", "k").genuine is False
+    judge.close()
+    copy.close()
+
+
+def test_unpickled_judge_that_cannot_build_its_policy_gives_no_signal():
+    judge = LLMJudge("openai:http://127.0.0.1:9/v1", model="m")
+    state = judge.__getstate__()
+    state["spec"] = ("openai:not-a-url", state["spec"][1])
+    broken = LLMJudge.__new__(LLMJudge)
+    broken.__setstate__(state)
+    verdict = broken.judge("t", REFERENCE, "code")
+    assert verdict.score is None and verdict.note.startswith("judge unavailable: could not build openai:not-a-url")
+
+
+@pytest.mark.timeout(240)
+def test_async_vector_env_with_a_judge_object(endpoint, respond, solution):
+    import gymnasium as gym
+
+    _Judge.answer = WRAPPER
+    judge = LLMJudge(endpoint, model="m", timeout_s=20)
+    make = functools.partial(gym.make, "kernel_gym:KernelRefine-v0", task="level1/relu", device="cpu", max_turns=2,
+                             judge=judge)
+    # "spawn" pickles the env factory (with "fork", Linux's default before Python 3.14, nothing is pickled)
+    envs = gym.vector.AsyncVectorEnv([make, make], shared_memory=False, context="spawn")
+    try:
+        envs.reset(seed=0)
+        action = respond(solution("level1/relu"))
+        _, _, _, _, infos = envs.step((action, action))
+        assert infos["correct"].tolist() == [True, True]
+        assert [list(f) for f in infos["review_flags"]] == [["judge_not_genuine"]] * 2
+        assert infos["signals"]["judge_genuine"].tolist() == [0.0, 0.0]
+        assert len(_Judge.prompts) == 2  # each sub-env asked the endpoint through its own copy
+    finally:
+        envs.close()
+    assert judge.calls == 0  # the parent's judge was never used, only copied
+
+
+# ---- review flags in rollout metrics, reports and logged metrics -------------------------------------------------------
+@pytest.mark.timeout(300)
+def test_review_flags_in_rollout_metrics_and_report(evaluator, solution, respond, tmp_path):
+    from kernel_gym.integrations.openrlhf import turn_logs
+    from kernel_gym.report import summary_table, write_report
+    from kernel_gym.rollout import evaluate
+    from kernel_gym.rollout.log import log_path
+    from kernel_gym.trajectory import read_log
+
+    # a scripted judge: relu's kernels are "wrappers", sum_reduce's genuine (quality 8); sum_reduce trajectory 1 is
+    # prose (not rated, never flagged)
+    judge = LLMJudge(ScriptedPolicy({"level1/relu": WRAPPER, "*": GENUINE}))
+
+    def answer(r):
+        if r.task == "level1/sum_reduce" and r.trajectory == 1:
+            return "I would sum the rows with a tree reduction."
+        return respond(solution(r.task))
+
+    result = evaluate(ScriptedPolicy(answer), ["level1/relu", "level1/sum_reduce"], "2x1", out=tmp_path,
+                      evaluator=evaluator, env={"device": "cpu", "judge": judge}, seed=0)
+    m = result.metrics()["2x1"]
+    assert m.rates["hack"] == 0 and m.rates["review_flag"] == pytest.approx(2 / 4)  # beside the hack rate
+    assert m.review_flags == {"judge_not_genuine": 2}
+    assert m.judge_mean == pytest.approx((0.0 + 0.0 + 0.8) / 3)  # over the rated (correct) turns only
+    assert m.flat()["rate/review_flag"] == 0.5 and m.flat()["judge/mean"] == pytest.approx(0.8 / 3)
+    headers = summary_table(result.metrics()).splitlines()[0].split()
+    assert headers[headers.index("hack") + 1] == "review"
+
+    records = read_log(log_path(tmp_path))  # flag names per turn in the log, as the step's info
+    flags = {(r["task"], r["trajectory"]): r["info"]["review_flags"] for r in records}
+    assert flags == {("level1/relu", 0): ["judge_not_genuine"], ("level1/relu", 1): ["judge_not_genuine"],
+                     ("level1/sum_reduce", 0): [], ("level1/sum_reduce", 1): []}
+    assert [turn_logs(r["info"])["kernel/review_flags"] for r in records if r["task"] == "level1/relu"] == [1.0, 1.0]
+
+    paths = write_report(tmp_path)
+    summary = paths["summary.md"].read_text()
+    assert "## Review flags" in summary and "| 2x1 | 50.0% | 2 | 0.267 |" in summary
+    assert json.loads(paths["metrics.json"].read_text())["2x1"]["review_flags"] == {"judge_not_genuine": 2}
+    assert json.loads((tmp_path / "run.json").read_text())["env"]["judge"].startswith("LLMJudge('scripted', rubric=")
+
+
 # ---- a local transformers model as the judge ---------------------------------------------------------------------
 WORDS = ["<unk>", "<pad>", "<s>", "</s>", "<|user|>", "<|assistant|>", "{", "}", '"genuine":', "true,", "false,",
          '"quality":', "7", "kernel"]
@@ -221,3 +314,18 @@ def test_local_transformers_judge_never_breaks_on_nonsense():
     assert verdict.score is None and verdict.note.startswith("judge reply unusable") and judge.calls == 1
     with pytest.raises(ConfigError):
         LLMJudge("openai:http://127.0.0.1:9/v1", no_such_option=1)
+
+
+@pytest.mark.timeout(180)
+def test_local_model_judge_pickles_without_its_model_and_reloads_on_first_use(tmp_path):
+    model, tokenizer = tiny_judge_model()
+    model.save_pretrained(tmp_path / "tiny")
+    tokenizer.save_pretrained(tmp_path / "tiny")
+    judge = LLMJudge(f"hf:{tmp_path / 'tiny'}", max_new_tokens=6, device="cpu", timeout_s=60)
+    blob = pickle.dumps(judge)
+    assert b"LlamaForCausalLM" not in blob and len(blob) < 20_000  # the spec, not the weights
+    copy = pickle.loads(blob)
+    assert copy._policy is None
+    verdict = copy.judge("level1/relu", REFERENCE, "@triton.jit\ndef kernel(): ...")
+    assert verdict.note.startswith("judge reply unusable") and copy.calls == 1  # loaded, asked, answered words
+    assert type(copy.policy.model).__name__ == "LlamaForCausalLM"

@@ -56,6 +56,23 @@ def test_hand_made_metrics_exact():
     assert flat["task/mean_speedup"] == pytest.approx(1.25) and flat["task/fast_1"] == 0.5 and flat["best@2"] == 1.25
 
 
+
+def test_review_flags_beside_hacks_only_with_a_judge():
+    flagged = Attempt(turn=0, correct=True, speedup=1.2, compiled=True, review_flags=("judge_not_genuine",), judge=0.0)
+    rated = Attempt(turn=0, correct=True, speedup=2.0, compiled=True, review_flags=(), judge=0.8)
+    unrated = Attempt(turn=0, correct=False, compiled=True, error="mismatch", review_flags=())
+    m = config_metrics("1x2", [traj("A", 0, flagged, unrated), traj("B", 0, rated, HACK)])
+    assert m.rates["review_flag"] == 1 / 4 and m.rates["hack"] == 1 / 4  # a flag is not a hack
+    assert m.review_flags == {"judge_not_genuine": 1} and m.judge_mean == pytest.approx(0.4)
+    assert m.flat()["rate/review_flag"] == 0.25 and m.flat()["judge/mean"] == pytest.approx(0.4)
+    plain = config_metrics("2x2", HAND)  # no judge: no review rate, no judge mean
+    assert "review_flag" not in plain.rates and plain.review_flags == {} and plain.judge_mean is None
+    info = {"turn": 1, "correct": True, "speedup": 1.5, "review_flags": ["judge_not_genuine"],
+            "signals": {"judge": 0.0, "judge_genuine": 0.0}}
+    a = Attempt.from_info(info)
+    assert a.review_flags == ("judge_not_genuine",) and a.judge == 0.0
+    assert Attempt.from_info({"turn": 1}).review_flags is None
+
 def test_fast_p_is_strictly_greater_and_needs_correctness():
     # A correct 1.0x is not fast_1; an incorrect kernel's speedup never counts.
     trajs = [traj("A", 0, ok(1.0), ok(1.0)), traj("B", 0, Attempt(turn=0, correct=False, speedup=9.0), WRONG)]
