@@ -33,6 +33,8 @@ for arg in "$@"; do
       timeout "$T" python3 benchmarks/bench_speed.py compile --stock-builds 1 --cold-builds ${COLD_BUILDS:-3} --out "$OUT" ;;
     cv)
       timeout "$T" python3 benchmarks/bench_speed.py cv --repeats 5 --workers 4 --out "$OUT" ;;
+    cv-1)  # control: one worker, nothing else on the GPU
+      timeout "$T" python3 benchmarks/bench_speed.py cv --repeats 5 --workers 1 --out "$OUT/w1" ;;
     cv-100)
       timeout "$T" python3 benchmarks/bench_speed.py cv --repeats 5 --workers 4 --timing-trials 100 --out "$OUT" ;;
     throughput-cuda)
