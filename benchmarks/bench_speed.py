@@ -221,7 +221,9 @@ def section_cv(args: argparse.Namespace) -> dict:
         task = load_task(name.replace("_", "/", 1))
         for r in range(args.repeats):
             jobs.append(job_for(task, (SOL / f"{name}.py").read_text(), backend="triton",
-                                config=EvalConfig(device="cuda", seed=100 + r, timing_trials=args.timing_trials)))
+                                config=EvalConfig(device="cuda", seed=100 + r, timing_trials=args.timing_trials,
+                                                  timing_max_trials=args.timing_max_trials,
+                                                  launch_gate=not args.no_gate)))
             keys.append(name)
     results = evaluator.evaluate_many(jobs)  # concurrently: the per-GPU timing lock keeps measurements apart
     evaluator.close()
@@ -234,16 +236,21 @@ def section_cv(args: argparse.Namespace) -> dict:
                       "cv": round(statistics.pstdev(sp) / statistics.mean(sp), 4) if len(sp) > 1 else None,
                       "outcomes": [r.outcome.value for r in rs],
                       "per_job": [{"runtime_ms": r.timing.runtime_ms, "baseline_ms": r.timing.baseline_ms,
-                                   "runtime_cv": r.timing.runtime_cv, "baseline_cv": r.timing.baseline_cv}
+                                   "runtime_cv": r.timing.runtime_cv, "baseline_cv": r.timing.baseline_cv,
+                                   "trials": r.timing.trials, "speedup_rel_se": r.timing.speedup_rel_se,
+                                   "timing_stage_ms": r.stage_ms.get("timing"), "gate_ms": r.timing.gate_ms,
+                                   "method": r.timing.method}
                                   for r in rs if r.timing],
                       "lock_wait_ms": [r.stage_ms.get("gpu_lock_wait") for r in rs]}
     print(f"\n### Speedup CV over {args.repeats} repeated evaluations ({args.workers} concurrent workers, "
-          f"{args.timing_trials or 30} timed rounds per side, H200)\n")
-    print("| kernel | runtime ms | speedups | CV |\n|---|---|---|---|")
+          f"{'inline' if args.no_gate else 'launch gate'}, "
+          f"{args.timing_trials or 'adaptive 30-300'} timed rounds per side, H200)\n")
+    print("| kernel | runtime ms | speedups | CV | rounds |\n|---|---|---|---|---|")
     for name, r in rows.items():
         sps = ", ".join(f"{s:.3f}" for s in r["speedups"])
-        print(f"| {name} | {r['runtime_ms']} | {sps} | {100 * r['cv']:.2f} % |" if r["cv"] is not None else
-              f"| {name} | - | {r['outcomes']} | - |")
+        rounds = "/".join(str(j["trials"]) for j in r["per_job"])
+        print(f"| {name} | {r['runtime_ms']} | {sps} | {100 * r['cv']:.2f} % | {rounds} |" if r["cv"] is not None
+              else f"| {name} | - | {r['outcomes']} | - | - |")
     return rows
 
 
@@ -257,7 +264,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--stock-builds", type=int, default=2)
     parser.add_argument("--cold-builds", type=int, default=3)
-    parser.add_argument("--timing-trials", type=int, default=None, help="cv: timed rounds per side (default 30)")
+    parser.add_argument("--timing-trials", type=int, default=None,
+                        help="cv: timed rounds per side (default: 30, then adaptive up to 300; a number: fixed)")
+    parser.add_argument("--timing-max-trials", type=int, default=None, help="cv: most timed rounds per side")
+    parser.add_argument("--no-gate", action="store_true", help="cv: time without the launch gate (inline)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
     result = {"compile": section_compile, "throughput": section_throughput, "cv": section_cv}[args.section](args)

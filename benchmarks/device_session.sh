@@ -32,9 +32,18 @@ for arg in "$@"; do
     compile)
       timeout "$T" python3 benchmarks/bench_speed.py compile --stock-builds 1 --cold-builds ${COLD_BUILDS:-3} --out "$OUT" ;;
     cv)
-      timeout "$T" python3 benchmarks/bench_speed.py cv --repeats 5 --workers 4 --out "$OUT" ;;
+      timeout "$T" python3 benchmarks/bench_speed.py cv --repeats 5 --workers 4 --out "$OUT/cv_$(date -u +%H%M%S)" ;;
     cv-1)  # control: one worker, nothing else on the GPU
-      timeout "$T" python3 benchmarks/bench_speed.py cv --repeats 5 --workers 1 --out "$OUT/w1" ;;
+      timeout "$T" python3 benchmarks/bench_speed.py cv --repeats 5 --workers 1 --out "$OUT/w1_$(date -u +%H%M%S)" ;;
+    cv-fixed)  # control: the fixed 30 rounds of the stock timer (GC off as in every run)
+      timeout "$T" python3 benchmarks/bench_speed.py cv --repeats 5 --workers 4 --timing-trials 30 --out "$OUT/fixed_$(date -u +%H%M%S)" ;;
+    cv-inline)  # control: no launch gate (readings include host launch latency)
+      timeout "$T" python3 benchmarks/bench_speed.py cv --repeats 5 --workers 4 --no-gate --out "$OUT/inline_$(date -u +%H%M%S)" ;;
+    host)  # what the host is: CPUs, NUMA nodes, the GPU's local CPUs, the GPU's link to them
+      { lscpu | grep -E "Model name|^CPU\(s\)|NUMA|Thread|MHz"; nvidia-smi topo -m;
+        for d in /sys/bus/pci/devices/*; do [ "$(cat $d/vendor 2>/dev/null)" = 0x10de ] && [ "$(cat $d/class)" = 0x030200 ] \
+          && echo "$d numa_node=$(cat $d/numa_node) local_cpulist=$(cat $d/local_cpulist)"; done;
+        python3 -c "import os; print('affinity', sorted(os.sched_getaffinity(0)))"; } ;;
     cv-100)
       timeout "$T" python3 benchmarks/bench_speed.py cv --repeats 5 --workers 4 --timing-trials 100 --out "$OUT" ;;
     throughput-cuda)

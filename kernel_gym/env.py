@@ -243,7 +243,9 @@ class KernelRefineEnv(gym.Env):
     def _job(self, parsed: ParsedAction) -> EvalJob:
         cfg = self.config
         eval_config = EvalConfig(device=self.device, correctness_trials=cfg.correctness_trials,
-                                 timing_trials=cfg.timing_trials, compile_timeout_s=cfg.compile_timeout_s,
+                                 timing_trials=cfg.timing_trials, timing_max_trials=cfg.timing_max_trials,
+                                 launch_gate=cfg.launch_gate,
+                                 compile_timeout_s=cfg.compile_timeout_s,
                                  run_timeout_s=cfg.run_timeout_s, checks=cfg.checks,
                                  seed=int(self.np_random.integers(2**31 - 1)))
         backend = parsed.backend or (cfg.backend if cfg.backend in ("cuda", "cuda_raw") else "triton")
@@ -271,7 +273,9 @@ class KernelRefineEnv(gym.Env):
             "stage_ms": {**r.stage_ms, "step": round(step_ms, 3)}, "signals": dict(r.signals),
             "reasoning_summary": turn.summary, "code_span": list(turn.parsed.code_span) if turn.parsed.code_span else None,
             "timing": None if r.timing is None else {"runtime_cv": r.timing.runtime_cv, "baseline_cv": r.timing.baseline_cv,
-                                                     "trials": r.timing.trials, "method": r.timing.method},
+                                                     "trials": r.timing.trials, "method": r.timing.method,
+                                                     "speedup_rel_se": r.timing.speedup_rel_se,
+                                                     "gate_ms": r.timing.gate_ms},
             "episode_id": self.episode_id, "device": self.device, "worker_recycled": r.worker_recycled,
             **turn.reward_info,
         }

@@ -47,7 +47,8 @@ def _watched_classes() -> list[type]:
 def _attrs(obj: Any) -> dict[str, int]:
     out = {}
     for name in list(vars(obj)):
-        if name.startswith("__") and name not in ("__torch_function__", "__torch_dispatch__", "__call__", "__eq__"):
+        if name.startswith("__") and name not in ("__torch_function__", "__torch_dispatch__", "__call__", "__eq__",
+                                                  "__new__", "__init__"):
             continue
         try:
             value = vars(obj)[name]

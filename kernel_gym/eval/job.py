@@ -25,7 +25,14 @@ class EvalConfig:
     correctness_trials: int = 3
     """Fresh-input trials, each from its own seed, compared to the reference."""
     timing_trials: int | None = None
-    """Timed rounds per side; None picks 30 on cuda and 3 on cpu."""
+    """Timed rounds per side; None picks 30 on cuda and 3 on cpu. With `timing_max_trials` above it, a minimum."""
+    timing_max_trials: int | None = None
+    """Most timed rounds per side. None: 300 on cuda when `timing_trials` is None (adaptive), else `timing_trials`
+    (a fixed count). Between the two, rounds go on until both medians are known to `timing_rel_se`."""
+    timing_rel_se: float = 0.004
+    """Adaptive stop: the estimated relative standard error of each side's median (robust: from its MAD)."""
+    timing_budget_s: float = 3.0
+    """Adaptive stop: wall-clock seconds of timed rounds after which no further round is started."""
     warmup: int = 3
     """Untimed calls of each side before timing."""
     tolerances: dict[str, tuple[float, float]] = field(default_factory=lambda: dict(DEFAULT_TOLERANCES))
@@ -46,12 +53,21 @@ class EvalConfig:
     """Anti-hack preset name (see kernel_gym.checks)."""
     l2_flush_mb: int = 256
     """Size of the buffer written between timed calls on cuda to evict L2."""
+    launch_gate: bool = True
+    """cuda: queue a short GPU-side wait before each timed call (both sides), so the reading is the call's GPU
+    work and not the host's launch latency. False: KernelBench-style readings that include launch latency."""
 
     @property
     def n_timing(self) -> int:
         if self.timing_trials is not None:
             return self.timing_trials
         return 30 if self.device == "cuda" else 3
+
+    @property
+    def max_timing(self) -> int:
+        if self.timing_max_trials is not None:
+            return max(self.timing_max_trials, self.n_timing)
+        return 300 if self.device == "cuda" and self.timing_trials is None else self.n_timing
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

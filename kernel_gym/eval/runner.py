@@ -12,6 +12,7 @@ Order of events (and why):
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import secrets
 import threading
@@ -35,6 +36,7 @@ from kernel_gym.eval.timing import (
     device_lock,
     make_timer,
     median,
+    median_rel_se,
     timer_disagrees,
 )
 from kernel_gym.signals import collect as signals
@@ -417,16 +419,46 @@ class JobRun:
             self.correctness()
 
     def timing(self) -> Timing:
-        """Alternate candidate and reference on fresh inputs each round; every round's outputs are checked."""
-        timer = make_timer(self.device, self.cfg.l2_flush_mb)
+        """Alternate candidate and reference on fresh inputs each round; every round's outputs are checked.
+
+        At least `n_timing` rounds; then, up to `max_timing`, rounds go on until both medians are known to
+        `timing_rel_se` (or `timing_budget_s` is spent). Python's garbage collector is off meanwhile (after a full
+        collection), so no collection pause lands inside a timed call (as `timeit` does)."""
+        timer = make_timer(self.device, self.cfg.l2_flush_mb, gate=self.cfg.launch_gate)
         timed_ref = self.timed_reference()
-        for w in range(self.cfg.warmup):
+        for w in range(self.cfg.warmup):  # through the timer (readings dropped): the launch gate learns its length
             inputs = self.inputs(self.ref_module, self.seed_for(30_000 + w))
-            self.call_candidate(self.cand_model, _clone(inputs))
-            self.reference(timed_ref, inputs)
-        self.busy_gpu(timed_ref)
-        cand_samples, ref_samples = [], []
-        for r in range(self.cfg.n_timing):
+            self.call_candidate(self.cand_model, _clone(inputs), timer)
+            self.reference(timed_ref, inputs, timer)
+        gc.collect()
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            self.busy_gpu(timed_ref)
+            cand_samples, ref_samples = self.timed_rounds(timer, timed_ref)
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+        self.check_harness()
+        if timer_disagrees(cand_samples):
+            raise Hack("timer_tampering", "the timer read far less than the host clock over the same interval")
+        rt, bt = [s.ms for s in cand_samples], [s.ms for s in ref_samples]
+        self.signals.update(c_reference_signals(self.ref_model, median(rt)))
+        se = (median_rel_se(rt) ** 2 + median_rel_se(bt) ** 2) ** 0.5 if len(rt) >= 3 else 0.0
+        gate = median([s.gate_ms for s in cand_samples + ref_samples])
+        return Timing(runtime_ms=median(rt), baseline_ms=median(bt), runtime_cv=cv(rt), baseline_cv=cv(bt),
+                      trials=len(rt), method=timer.method, speedup_rel_se=round(se, 6), gate_ms=round(gate, 4))
+
+    def timed_rounds(self, timer: Any, timed_ref: torch.nn.Module) -> tuple[list[Any], list[Any]]:
+        """The timed rounds: fresh inputs, NaN poison, flush, candidate timed, flush, reference timed on clones,
+        outputs compared. Returns the candidate's and the reference's samples."""
+        cand_samples: list[Any] = []
+        ref_samples: list[Any] = []
+        n_min, n_max = self.cfg.n_timing, self.cfg.max_timing
+        deadline = time.perf_counter() + self.cfg.timing_budget_s
+        for r in range(n_max):
+            if r >= n_min and (time.perf_counter() >= deadline or self.timing_settled(cand_samples, ref_samples)):
+                break
             inputs = self.inputs(self.ref_module, self.seed_for(40_000 + r))
             ref_inputs = _clone(inputs)
             if r % 2:  # each side reads each of the two copies in half the rounds: where they lie cancels out
@@ -442,13 +474,13 @@ class JobRun:
             if mismatch is not None:
                 raise Hack("output_caching", f"timed call {r + 1} returned wrong outputs for its fresh inputs "
                            f"({self.mismatch_text(mismatch)}); every call must compute its own result")
-        self.check_harness()
-        if timer_disagrees(cand_samples):
-            raise Hack("timer_tampering", "the timer read far less than the host clock over the same interval")
-        rt, bt = [s.ms for s in cand_samples], [s.ms for s in ref_samples]
-        self.signals.update(c_reference_signals(self.ref_model, median(rt)))
-        return Timing(runtime_ms=median(rt), baseline_ms=median(bt), runtime_cv=cv(rt), baseline_cv=cv(bt),
-                      trials=len(rt), method=timer.method)
+        return cand_samples, ref_samples
+
+    def timing_settled(self, cand_samples: list[Any], ref_samples: list[Any]) -> bool:
+        """Both medians known to `timing_rel_se` (relative standard error, from the MAD)."""
+        target = self.cfg.timing_rel_se
+        return (median_rel_se([s.ms for s in cand_samples]) <= target
+                and median_rel_se([s.ms for s in ref_samples]) <= target)
 
     def busy_gpu(self, model: torch.nn.Module) -> None:
         """Keep the GPU busy for WARMUP_S before timing: the trusted reference back to back (no host gaps, at most

@@ -12,7 +12,9 @@ from ..registry import rule, violation
 NAME = "side_stream"
 PY_STREAMS = ("torch.cuda.Stream", "torch.cuda.stream", "torch.cuda.set_stream", "torch.cuda.ExternalStream",
               "torch.cuda.StreamContext", "torch.cuda.streams", "torch.Stream", "torch.cuda.use_mem_pool",
-              "torch.cuda.graphs.graph_pool_handle", "torch.stream", "torch.accelerator.set_stream")
+              "torch.cuda.graphs.graph_pool_handle", "torch.stream", "torch.accelerator.set_stream",
+              "cupy.cuda.Stream", "cupy.cuda.ExternalStream", "cupy.cuda.stream", "cuda.bindings.runtime.cudaStream",
+              "cuda.bindings.driver.cuStream", "cuda.cudart.cudaStream", "cuda.cuda.cuStream")
 CPP_STREAMS = re.compile(r"\b(?:cudaStreamCreate\w*|getStreamFromPool|getStreamFromExternal|"
                          r"setCurrentCUDAStream|cudaStreamPerThread|cudaLaunchHostFunc|std::thread|"
                          r"std::async|pthread_create|cudaStreamAddCallback)\b")

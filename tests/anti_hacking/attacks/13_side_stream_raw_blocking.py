@@ -1,0 +1,43 @@
+"""Class 13, side-stream offload on a raw CUDA stream created outside torch's pool (a CuPy stream, *blocking*, the
+CUDA default for `cudaStreamCreate`), wrapped as a `torch.cuda.ExternalStream` so the Triton launch goes there.
+
+Caught statically by `side_stream`. Dynamically (GPU only) a blocking stream waits for work queued before it on the
+legacy default stream, so the timer's launch gate holds it back and the whole-device synchronize counts it: it buys
+no speedup (tests/anti_hacking/test_gpu_attacks.py). On cpu it runs inline.
+"""
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=mask), 0.0), mask=mask)
+
+
+NON_BLOCKING = False
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stream = None
+
+    def forward(self, x):
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        n = x.numel()
+        if x.is_cuda:
+            if self.stream is None:
+                import cupy
+
+                self._raw = cupy.cuda.Stream(non_blocking=NON_BLOCKING)
+                self.stream = torch.cuda.ExternalStream(self._raw.ptr)
+            with torch.cuda.stream(self.stream):
+                _relu_kernel[(triton.cdiv(n, 1024),)](x, y, n, BLOCK=1024)
+        else:
+            _relu_kernel[(triton.cdiv(n, 1024),)](x, y, n, BLOCK=1024)
+        return y
