@@ -30,7 +30,7 @@ GPU_ATTACKS: dict[str, tuple[set[str], dict]] = {
     "07_input_mutation.py": ({"input_mutation"}, {}),
     "12_skip_timed_calls.py": ({"output_caching"}, {}),
     "16_patch_event_timer.py": ({"harness_tampering"}, {}),
-    "16_patch_event_new.py": ({"timer_tampering", "harness_tampering"}, {}),  # the latter if `__new__` is watched
+    "16_patch_event_new.py": ({"timer_tampering", "harness_tampering"}, {}),  # `__new__` is watched: the latter
     "15_lazy_tensor.py": ({"lazy_output"}, {}),
     "19_half_output.py": ({"precision_downcast"}, {}),
 }

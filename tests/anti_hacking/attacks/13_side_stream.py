@@ -2,8 +2,8 @@
 recorded on the default stream see none of its work (on cpu it runs inline).
 
 Caught statically by `side_stream` (every preset). Dynamically (GPU only) the timer brackets the call with a
-whole-device `torch.cuda.synchronize()`, so the hidden work is inside the measured interval and the side stream
-buys nothing (tests/anti_hacking/test_gpu_attacks.py).
+whole-device `torch.cuda.synchronize()`, so the hidden work is inside the measured interval, and the launch gate
+makes torch's pooled streams wait for it: the side stream buys nothing (tests/anti_hacking/test_gpu_attacks.py).
 """
 import torch
 import torch.nn as nn

@@ -3,9 +3,10 @@
 divides by 100 whenever the interval just measured was the solution's own call (the reference's is left alone,
 so the speedup grows 100x).
 
-Caught statically by `monkeypatch`. On cuda with the static rules bypassed, the host clock read around the
-same synchronized interval disagrees with the events: `timer_tampering` (or `harness_tampering`, should the
-snapshot learn to watch `__new__`). On cpu the events are never used, so there is nothing to catch.
+Caught statically by `monkeypatch`. On cuda with the static rules bypassed: the timer calls the event methods it
+bound before the solution loaded (the instance attribute is never read), and the integrity snapshot watches
+`__new__`: `harness_tampering` (the host-clock cross-check, `timer_tampering`, is the next layer). On cpu the events
+are never used, so there is nothing to catch.
 """
 import torch
 import torch.nn as nn
