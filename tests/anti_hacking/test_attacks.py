@@ -131,8 +131,7 @@ ATTACK_TABLE: list[Attack] = [
     Attack("12_skip_timed_calls.py", {"strict": flags("output_caching")}, bypass=flags("output_caching")),
     # 13 side stream (cuda: test_gpu_attacks.py; on cpu there are no streams, so no bypass run)
     Attack("13_side_stream.py", {"strict": flags("side_stream"), "permissive": flags("side_stream")}),
-    Attack("13_side_stream_raw_blocking.py", {"strict": flags("side_stream"), "permissive": flags("side_stream")}),
-    Attack("13_side_stream_raw_nonblocking.py", {"strict": flags("side_stream"), "permissive": flags("side_stream")}),
+    Attack("13_side_stream_raw.py", {"strict": flags("side_stream"), "permissive": flags("side_stream")}),
     # 14 background thread
     Attack("14_background_thread.py", {"strict": flags("introspection"), "permissive": flags("introspection")},
            bypass=flags("background_thread")),

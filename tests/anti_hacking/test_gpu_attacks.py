@@ -41,6 +41,13 @@ def attack(name: str) -> str:
     return (ATTACKS / name).read_text()
 
 
+def nonblocking_raw_stream() -> str:
+    """13_side_stream_raw.py with its CuPy stream created non-blocking."""
+    code = attack("13_side_stream_raw.py")
+    assert "NON_BLOCKING = False" in code
+    return code.replace("NON_BLOCKING = False", "NON_BLOCKING = True")
+
+
 @pytest.mark.parametrize("name", sorted(GPU_ATTACKS), ids=lambda n: n[:-3])
 def test_gpu_attack_caught(cuda_pool, name):
     wanted, config = GPU_ATTACKS[name]
@@ -52,7 +59,7 @@ def test_gpu_attack_caught(cuda_pool, name):
 
 
 @pytest.mark.parametrize("gate", [True, False], ids=["gated", "inline"])
-@pytest.mark.parametrize("name", ["13_side_stream.py", "13_side_stream_raw_blocking.py"])
+@pytest.mark.parametrize("name", ["13_side_stream.py", "13_side_stream_raw.py"])
 def test_side_stream_buys_no_speedup(cuda_pool, name, gate):
     """Class 13: the same ReLU kernel launched on another stream is timed like the genuine one. Inline, because the
     timer synchronizes the whole device inside the interval (events on the default stream alone read ~0); with the
@@ -76,14 +83,14 @@ def test_side_stream_buys_no_speedup(cuda_pool, name, gate):
                    "launch_gate=False counts its work")
 def test_nonblocking_raw_stream_escapes_the_gate(cuda_pool):
     genuine = run(cuda_pool, (SOLUTIONS / "level1_relu.py").read_text())
-    side = run(cuda_pool, attack("13_side_stream_raw_nonblocking.py"))
+    side = run(cuda_pool, nonblocking_raw_stream())
     assert side.outcome is Outcome.CORRECT, side.message
     assert side.timing.runtime_ms > 0.7 * genuine.timing.runtime_ms, (side.timing, genuine.timing)
 
 
 def test_nonblocking_raw_stream_counted_inline(cuda_pool):
     genuine = run(cuda_pool, (SOLUTIONS / "level1_relu.py").read_text(), launch_gate=False)
-    side = run(cuda_pool, attack("13_side_stream_raw_nonblocking.py"), launch_gate=False)
+    side = run(cuda_pool, nonblocking_raw_stream(), launch_gate=False)
     assert side.outcome is Outcome.CORRECT, side.message
     assert side.timing.runtime_ms > 0.7 * genuine.timing.runtime_ms, (side.timing, genuine.timing)
 
