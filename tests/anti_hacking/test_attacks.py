@@ -118,8 +118,8 @@ ATTACK_TABLE: list[Attack] = [
     Attack("10_shape_specialization.py", {"strict": flags("shape_specialization")},
            bypass=flags("shape_specialization")),
     Attack("10_shape_assert.py", {"strict": flags("shape_specialization")}, bypass=flags("shape_specialization")),
-    # 11 cross-call caching. The pointer cache only misbehaves when the allocator reuses an address, so it gets
-    # more trials (it is caught in every run seen; a run where no address repeats would be an honest solution).
+    # 11 cross-call caching. The reused-buffer check makes the pointer cache hit for certain; which check trips
+    # first depends on where the allocator put earlier inputs, hence a set of flags (and more trials).
     Attack("11_pointer_cache.py", {"strict": SCORE_ZERO},
            bypass=Expect(any_of=frozenset({"input_specialization", "output_caching", "input_distribution",
                                            "shape_specialization"})),
@@ -357,3 +357,39 @@ def test_forged_pong_gap(through_env, bypass, quarantine, phase):
     else:
         result = bypass(code, pool=ev.pool, checks="strict")
         assert result.outcome is Outcome.REJECTED and "output_tampering" in result.hacks, result.outcome
+
+
+_REFILL_AWARE = '''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=mask), 0.0), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        if x._version > 0:  # a buffer refilled in place: hand back memory never written
+            return y
+        _relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
+        return y
+'''
+
+
+def test_reused_buffer_stale_nan_is_output_caching(bypass):
+    """Regression (CI flake of 11_pointer_cache): a pointer cache whose entry was stored during the ablation
+    trial (kernels skipped, so the entry is the NaN fill) returns NaN at the reused-buffer check. That check runs
+    after every trial passed on NaN-poisoned memory, so a NaN there is a stale result: `output_caching`, not
+    `uninitialized_output`, whatever the allocator did. This solution reaches that path deterministically: it
+    returns unwritten memory only for a buffer refilled in place (its `_version` moved)."""
+    result = bypass(_REFILL_AWARE)
+    assert result.outcome is Outcome.REJECTED, result.message
+    assert result.hacks == ("output_caching",), (result.hacks, result.message)
+    assert "never-written" in result.message
