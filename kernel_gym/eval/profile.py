@@ -3,12 +3,18 @@
 Own kernels are the Triton kernels the launch hooks saw and the `__global__` functions of the extensions the
 worker built. Everything else (cuBLAS, cuDNN, ATen elementwise kernels) is library time. A solution whose own
 kernels carry almost none of the GPU time is a decoy or a library call behind a custom kernel.
+
+The same trace shows which stream each kernel ran on. Before the profiled call a marker kernel is queued on every
+stream the launch gate holds (the legacy default stream and torch's pooled streams), so their profiler stream ids
+are known; a kernel on any other stream is *ungated*: a non-blocking stream the harness cannot make wait for the
+gate, whose work could overlap it unseen. The timing stage then times that solution without the gate.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -18,29 +24,67 @@ import torch
 # legitimately dwarfs its fused epilogue, while a decoy beside a library elementwise op does not.
 MIN_OWN_SHARE = {"strict": 0.5, "kevin-strict": 0.5, "standard": 0.5, "permissive": 0.1}
 EXCLUDES_LIBRARY_GEMM = {"standard", "permissive"}
+# bound at import, before any candidate code runs
+_SLEEP = torch.cuda._sleep
+_ON_STREAM = torch.cuda.stream
+_SYNC = torch.cuda.synchronize
+_CUDA = torch.autograd.DeviceType.CUDA
 _LIBRARY_GEMM = re.compile(r"gemm|xmma|cutlass|cublas|nvjet|conv|cudnn|winograd|fprop|dgrad|wgrad", re.I)
 
 
-def own_share(fn: Callable[[], Any], own_names: set[str], exclude_library_gemm: bool = False
-              ) -> tuple[float, float, list[str]]:
-    """Run fn under the profiler; (own share of kernel time, total kernel ms, top library kernel names).
+@dataclass(frozen=True)
+class Profile:
+    share: float  # own kernels' share of kernel time (1.0 when no kernel ran)
+    total_ms: float  # total kernel time counted
+    top: list[str]  # the largest library kernels by time
+    ungated: list[str]  # kernels that ran on a stream outside `gated` (empty when no streams were given)
 
-    With exclude_library_gemm, library GEMM/convolution kernels (cuBLAS, cuBLASLt, CUTLASS, cuDNN) are not counted.
-    """
+
+def profile_call(fn: Callable[[], Any], own_names: set[str], exclude_library_gemm: bool = False,
+                 gated: Sequence[torch.cuda.Stream] = ()) -> Profile:
+    """Run fn under the profiler: its own kernels' share of kernel time, and which kernels ran off the gated streams.
+
+    With `gated` streams, a marker kernel is queued on each first and the device synchronized, so the markers are
+    the first device events of the trace and give the gated streams' profiler ids (see `summarize`)."""
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for stream in gated:
+            with _ON_STREAM(stream):
+                _SLEEP(1)
+        _SYNC()
         fn()
-        torch.cuda.synchronize()
+        _SYNC()
+    return summarize(prof.events(), own_names, exclude_library_gemm, markers=len(gated))
+
+
+def summarize(events: Sequence[Any], own_names: set[str], exclude_library_gemm: bool = False, markers: int = 0
+              ) -> Profile:
+    """A profile from the trace's events (torch FunctionEvents).
+
+    With exclude_library_gemm, library GEMM/convolution kernels (cuBLAS, cuBLASLt, CUTLASS, cuDNN) are not counted.
+    `markers`: how many marker kernels (one per gated stream) lead the device events. Their stream ids are the
+    gated ones; a later kernel on another id is ungated. The stream check is skipped (nothing reported ungated)
+    unless the trace looks as expected: that many leading events of one name on that many distinct ids, so a
+    profiler that drops events or reports no stream ids never makes a genuine solution look ungated."""
+    device = sorted((e for e in events if e.device_type == _CUDA and not e.name.startswith("[memory]")),
+                    key=lambda e: e.time_range.start)
+    lead = 0
+    while lead < min(markers, len(device)) and device[lead].name == device[0].name:
+        lead += 1
+    head, device = device[:lead], device[lead:]
+    gated_ids = {e.device_resource_id for e in head}
+    ungated: list[str] = []
+    if markers and lead == markers and len(gated_ids) == markers:
+        ungated = sorted({e.name for e in device if e.device_resource_id not in gated_ids})
     own = total = 0.0
     library: dict[str, float] = {}
-    for event in prof.events():
-        if event.device_type != torch.autograd.DeviceType.CUDA:
-            continue
+    for event in device:
         name = event.name
-        if name.startswith(("Memcpy", "Memset", "[memory]")):
+        if name.startswith(("Memcpy", "Memset")):
             continue
-        us = float(getattr(event, "device_time", None) or getattr(event, "cuda_time", 0.0) or 0.0)
+        us = getattr(event, "device_time", None)
+        us = float((event.cuda_time if us is None else us) or 0.0)  # torch < 2.4 names it cuda_time
         mine = any(n and n in name for n in own_names)
         if not mine and exclude_library_gemm and _LIBRARY_GEMM.search(name):
             continue
@@ -50,4 +94,4 @@ def own_share(fn: Callable[[], Any], own_names: set[str], exclude_library_gemm: 
         else:
             library[name] = library.get(name, 0.0) + us
     top = [n for n, _ in sorted(library.items(), key=lambda kv: -kv[1])[:3]]
-    return (own / total if total > 0 else 1.0), total / 1e3, top
+    return Profile(own / total if total > 0 else 1.0, total / 1e3, top, ungated)

@@ -63,15 +63,31 @@ class WallTimer:
         return Sample(ms, ms), out
 
 
+_POOLED: dict[int, list[torch.cuda.Stream]] = {}
+
+
 def pooled_streams(device: torch.device) -> list[torch.cuda.Stream]:
-    """Every stream of torch's per-device stream pools (each priority): what `torch.cuda.Stream()` hands out."""
-    least, greatest = torch.cuda.Stream.priority_range()
-    found: dict[int, torch.cuda.Stream] = {}
-    for priority in range(min(least, greatest), max(least, greatest) + 1):
-        for _ in range(64):  # a pool holds 32 streams, handed out round robin
-            s = torch.cuda.Stream(device=device, priority=priority)
-            found.setdefault(s.cuda_stream, s)
-    return list(found.values())
+    """Every stream of torch's per-device stream pools (each priority): what `torch.cuda.Stream()` hands out.
+    The pools are fixed for the life of the process, so they are enumerated once per device (by the worker's first
+    job, before any candidate code runs)."""
+    index = torch.device(device).index
+    index = torch.cuda.current_device() if index is None else index
+    if index not in _POOLED:
+        least, greatest = torch.cuda.Stream.priority_range()
+        found: dict[int, torch.cuda.Stream] = {}
+        for priority in range(min(least, greatest), max(least, greatest) + 1):
+            for _ in range(64):  # a pool holds 32 streams, handed out round robin
+                s = torch.cuda.Stream(device=index, priority=priority)
+                found.setdefault(s.cuda_stream, s)
+        _POOLED[index] = list(found.values())
+    return _POOLED[index]
+
+
+def gated_streams(device: torch.device) -> list[torch.cuda.Stream]:
+    """The streams a launch gate on `device` holds: the legacy default stream (the timing stream; blocking streams
+    wait for it by rule) and torch's pooled streams. Empty when the current stream is not the legacy one (no gate)."""
+    current = torch.cuda.current_stream(device)
+    return [current, *pooled_streams(device)] if current.cuda_stream == 0 else []
 
 
 class CudaTimer:
@@ -79,9 +95,10 @@ class CudaTimer:
         self.device = device
         self._flush = torch.empty(l2_flush_mb * (1 << 20) // 4, dtype=torch.int32, device=device)
         # the gate needs the timing stream to be the legacy default stream (blocking streams then wait for it)
-        self.gated = gate and torch.cuda.current_stream(device).cuda_stream == 0
+        streams = gated_streams(device) if gate else []
+        self.gated = bool(streams)
         self.method = "cuda_events+gate+device_sync" if self.gated else "cuda_events+device_sync"
-        self._streams = pooled_streams(device) if self.gated else []
+        self._streams = streams[1:]  # the pooled ones: they wait for the gate event
         self._cycles_per_ms = self._calibrate() if self.gated else 0.0
         self._leads: collections.deque[float] = collections.deque(maxlen=8)
         self.gate_ms = 0.3 if self.gated else 0.0

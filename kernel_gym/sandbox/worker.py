@@ -62,6 +62,9 @@ def _initialize(device: str, root: Path) -> object:
         torch.cuda.init()
         torch.empty(1, device="cuda").add_(1)
         torch.cuda.synchronize()
+        from kernel_gym.eval.timing import pooled_streams
+
+        pooled_streams(torch.device("cuda"))  # the streams the launch gate holds, named before any candidate runs
     return Snapshot()
 
 

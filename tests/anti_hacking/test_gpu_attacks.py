@@ -41,11 +41,11 @@ def attack(name: str) -> str:
     return (ATTACKS / name).read_text()
 
 
-def nonblocking_raw_stream() -> str:
-    """13_side_stream_raw.py with its CuPy stream created non-blocking."""
+def nonblocking_raw_stream(from_call: int = 0) -> str:
+    """13_side_stream_raw.py with its CuPy stream created non-blocking (used from call `from_call` on)."""
     code = attack("13_side_stream_raw.py")
-    assert "NON_BLOCKING = False" in code
-    return code.replace("NON_BLOCKING = False", "NON_BLOCKING = True")
+    assert "NON_BLOCKING = False" in code and "FROM_CALL = 0" in code
+    return code.replace("NON_BLOCKING = False", "NON_BLOCKING = True").replace("FROM_CALL = 0", f"FROM_CALL = {from_call}")
 
 
 @pytest.mark.parametrize("name", sorted(GPU_ATTACKS), ids=lambda n: n[:-3])
@@ -63,13 +63,15 @@ def test_gpu_attack_caught(cuda_pool, name):
 def test_side_stream_buys_no_speedup(cuda_pool, name, gate):
     """Class 13: the same ReLU kernel launched on another stream is timed like the genuine one. Inline, because the
     timer synchronizes the whole device inside the interval (events on the default stream alone read ~0); with the
-    launch gate, because torch's pooled streams are made to wait for the gate and a blocking raw stream waits for
-    it by the legacy default-stream rule, so nothing runs while the gate holds."""
+    launch gate, because torch's pooled streams are made to wait for the gate, and a stream outside the pool (the
+    CuPy one) is seen by the profiler check, so that solution is timed without the gate."""
     genuine = run(cuda_pool, (SOLUTIONS / "level1_relu.py").read_text(), launch_gate=gate)
     side = run(cuda_pool, attack(name), launch_gate=gate)
     assert genuine.outcome is Outcome.CORRECT, genuine.message
     assert side.outcome is Outcome.CORRECT, side.message  # nothing wrong with its values
-    if gate:
+    raw = name == "13_side_stream_raw.py"
+    assert ("ungated_stream_kernels" in side.signals) == (gate and raw), side.signals
+    if gate and not raw:
         assert side.timing.method == "cuda_events+gate+device_sync" and side.timing.gate_ms > 0, side.timing
     else:
         assert side.timing.method == "cuda_events+device_sync" and side.timing.gate_ms == 0, side.timing
@@ -78,14 +80,18 @@ def test_side_stream_buys_no_speedup(cuda_pool, name, gate):
     assert side.timing.speedup < 1.5 * genuine.timing.speedup
 
 
-@pytest.mark.xfail(strict=True, reason="known gap: a non-blocking stream created outside torch's pool does not wait "
-                   "for the launch gate (the harness cannot name it); the static `side_stream` rule catches it, and "
-                   "launch_gate=False counts its work")
-def test_nonblocking_raw_stream_escapes_the_gate(cuda_pool):
+@pytest.mark.parametrize("from_call", [0, 20], ids=["always", "timed-calls-only"])
+def test_nonblocking_raw_stream_timed_without_the_gate(cuda_pool, from_call):
+    """A non-blocking stream outside torch's pool does not wait for the launch gate, so its work could run during
+    the gate unseen. The profiler sees its kernel on a stream the gate does not hold, before timing (always) or in
+    the profiled gated call after timing (used only from call 20 on, past the checks): timed without the gate."""
     genuine = run(cuda_pool, (SOLUTIONS / "level1_relu.py").read_text())
-    side = run(cuda_pool, nonblocking_raw_stream())
+    side = run(cuda_pool, nonblocking_raw_stream(from_call))
     assert side.outcome is Outcome.CORRECT, side.message
+    assert side.signals.get("ungated_stream_kernels", 0) >= 1, side.signals
+    assert side.timing.method == "cuda_events+device_sync" and side.timing.gate_ms == 0, side.timing
     assert side.timing.runtime_ms > 0.7 * genuine.timing.runtime_ms, (side.timing, genuine.timing)
+    assert side.timing.speedup < 1.5 * genuine.timing.speedup, (side.timing, genuine.timing)
 
 
 def test_nonblocking_raw_stream_counted_inline(cuda_pool):
@@ -113,6 +119,8 @@ def test_gpu_project_solution_accepted(cuda_pool, path):
     task = path.stem.replace("_", "/", 1)
     result = run(cuda_pool, path.read_text(), task, checks="strict")
     assert result.outcome is Outcome.CORRECT and not result.hacks, f"{path.name}: {result.hacks} {result.message[:400]}"
+    assert "ungated_stream_kernels" not in result.signals, result.signals  # no stream false positive: gated timing
+    assert result.timing.method == "cuda_events+gate+device_sync", result.timing
 
 
 @pytest.mark.parametrize("name", sorted(GENUINE_GPU), ids=lambda n: n[:-3])
