@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from torch.profiler import ProfilerActivity, profile
 
 # Minimum share of kernel time in the solution's own kernels, by anti-hack preset. Under `standard` and
 # `permissive` the library GEMM/convolution kernels they allow are left out of the total: a 4096^3 cuBLAS GEMM
@@ -46,8 +47,6 @@ def profile_call(fn: Callable[[], Any], own_names: set[str], exclude_library_gem
 
     With `gated` streams, a marker kernel is queued on each first and the device synchronized, so the markers are
     the first device events of the trace and give the gated streams' profiler ids (see `summarize`)."""
-    from torch.profiler import ProfilerActivity, profile
-
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for stream in gated:
             with _ON_STREAM(stream):

@@ -48,6 +48,7 @@ def _initialize(device: str, root: Path) -> object:
     from kernel_gym.eval import (
         cuda,
         launches,
+        profile,  # noqa: F401 - part of the snapshot (binds the profiler before any candidate runs)
         runner,  # noqa: F401 - part of the snapshot
     )
     from kernel_gym.eval.integrity import Snapshot, pin_precision
