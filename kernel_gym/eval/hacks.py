@@ -10,7 +10,7 @@ DYNAMIC_CHECKS: dict[str, str] = {
     "lazy_output": "outputs must be plain torch.Tensor objects, not subclasses that defer or fake work",
     "background_thread": "no thread started by the solution may still run after forward() returns",
     "harness_tampering": "timers, torch functions, tracing hooks, dispatch modes and precision flags must be untouched",
-    "no_custom_kernel": "the forward must launch at least one of the solution's own kernels",
+    "no_custom_kernel": "every call of forward must launch at least one of the solution's own kernels",
     "decoy_kernel": "with the solution's Triton launches skipped the output must change; otherwise the kernels do no work",
     "output_caching": "every timed call gets fresh inputs and must return their correct outputs (no caching, no skipping)",
     "input_specialization": "the solution must be correct for every input, not only some seeds",

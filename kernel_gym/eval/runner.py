@@ -111,6 +111,7 @@ class JobRun:
         self.signals: dict[str, float] = {}
         self.fingerprints: dict[int, tuple] = {}  # reference model id -> its fingerprint when built
         self.ungated: list[str] = []  # candidate kernels seen on a stream the launch gate cannot hold
+        self.calls_without_launch = 0  # calls after the first that launched none of the solution's own kernels
 
     # ---- helpers -------------------------------------------------------------------------------------
     def seed_for(self, i: int) -> int:
@@ -170,7 +171,18 @@ class JobRun:
             if isinstance(o, torch.Tensor) and type(o) is not torch.Tensor:
                 raise Hack("lazy_output", f"output {i} is a {type(o).__name__} (a Tensor subclass); return a plain "
                            "torch.Tensor with the values computed")
+        if n == 0 and self.compiled:  # judged by check_launches, once the outputs have been (the first call: compile)
+            self.calls_without_launch += 1
         return out, n, sample
+
+    def check_launches(self) -> None:
+        """Every call must launch the solution's own kernels, not only the first. Checked after the outputs of the
+        calls so far were compared, so a stale or cached result keeps its own verdict; what is left is a call
+        whose output was right without any of its kernels: computed some other way (a library op)."""
+        if self.calls_without_launch:
+            raise Hack("no_custom_kernel", f"{self.calls_without_launch} later call(s) of forward() launched none of "
+                       f"the solution's own kernels (the first call launched "
+                       f"{self.signals.get('own_launches_per_call', 0):.0f}); every call must compute with them")
 
     def check_harness(self) -> None:
         changes = self.snapshot.changes()
@@ -302,6 +314,7 @@ class JobRun:
         if self.cfg.check_alt_shape and self.job.alt_sizes:
             self.alt_shape()
         self.reused_buffers()
+        self.check_launches()
 
     def audit_ops(self) -> None:
         """Watch the dispatcher during one call: PyTorch compute the preset forbids is `torch_compute`."""
@@ -323,21 +336,41 @@ class JobRun:
             self.ungated = kernels
             self.signals["ungated_stream_kernels"] = float(len(kernels))
 
-    def gated_stream_check(self, timer: Any) -> bool:
-        """After gated timing: one more candidate call through the gated timer, under the profiler (a solution
-        cannot tell it from a timed round). True when a kernel ran on a stream the gate does not hold."""
+    def after_timing_check(self, timer: Any) -> bool:
+        """One more candidate call after timing, through the same timer, like a timed round (so a solution that
+        behaves only while it is checked, telling the checks apart by call count or by the launch gate, is seen
+        behaving as it does when timed). Under the op audit: PyTorch compute the preset forbids is `torch_compute`.
+        With the gate, also under the profiler: True when a kernel ran on a stream the gate does not hold (the
+        solution must then be timed again without the gate)."""
+        from kernel_gym.eval.op_audit import audit, forbidden
         from kernel_gym.eval.profile import profile_call
 
         t0 = time.perf_counter()
         inputs = self.inputs(self.ref_module, self.seed_for(50_000))
+        seen: dict[str, int] = {}
+
+        def audited(*args: Any) -> Any:
+            out, ops = audit(lambda: self.cand_model(*args))
+            seen.update(ops)
+            return out
+
         timer.flush()
+        ungated: list[str] = []
         with torch.no_grad():
-            prof = profile_call(lambda: self.call_candidate(self.cand_model, inputs, timer), set(),
-                                gated=gated_streams(self.device))
+            if getattr(timer, "gated", False):
+                ungated = profile_call(lambda: self.call_candidate(audited, inputs, timer), set(),
+                                       gated=gated_streams(self.device)).ungated
+            else:
+                self.call_candidate(audited, inputs, timer)
         self.check_harness()
-        self.note_ungated(prof.ungated)
-        self.stage_ms["stream_check"] = round((time.perf_counter() - t0) * 1e3, 3)
-        return bool(prof.ungated)
+        self.stage_ms["after_timing_check"] = round((time.perf_counter() - t0) * 1e3, 3)
+        bad = forbidden(seen, self.cfg.checks)
+        if bad:
+            raise Hack("torch_compute", f"in a call like the timed ones, forward() ran PyTorch compute "
+                       f"({', '.join(f'aten.{b}' for b in bad[:6])}) that checks={self.cfg.checks!r} does not allow "
+                       "(the checked calls before timing did not); compute it in your own kernels in every call")
+        self.note_ungated(ungated)
+        return bool(ungated)
 
     def reused_buffers(self) -> None:
         """A call on the very buffers of the previous call, refilled with new values: a cache keyed on data
@@ -450,26 +483,30 @@ class JobRun:
 
     def timing(self) -> Timing:
         """Time with the launch gate unless the candidate runs kernels on a stream the gate cannot hold (seen by the
-        profiler check before timing, or by a profiled gated call after it: then timed again, without the gate)."""
+        profiler check before timing, or by the profiled gated call after it: then timed again, without the gate).
+        The call after timing is audited as well (`after_timing_check`)."""
         gate = self.cfg.launch_gate and self.device.type == "cuda" and not self.ungated
         timing, timer = self.measure(gate)
-        if getattr(timer, "gated", False) and self.gated_stream_check(timer):
+        self.check_launches()
+        if self.after_timing_check(timer):
             timing, _ = self.measure(False)
+        self.check_launches()
         return timing
 
     def measure(self, gate: bool) -> tuple[Timing, Any]:
         """Alternate candidate and reference on fresh inputs each round; every round's outputs are checked.
 
         At least `n_timing` rounds; then, up to `max_timing`, rounds go on until both medians are known to
-        `timing_rel_se` (or `timing_budget_s` is spent). Python's garbage collector is off meanwhile (after a full
-        collection), so no collection pause lands inside a timed call (as `timeit` does)."""
+        `timing_rel_se` (or `timing_budget_s` is spent). Python's garbage collector is off meanwhile (after the young
+        generations are collected: a full collection costs ~100 ms in a worker with torch and triton loaded), so no
+        collection pause lands inside a timed call (as `timeit` does)."""
         timer = make_timer(self.device, self.cfg.l2_flush_mb, gate=gate)
         timed_ref = self.timed_reference()
         for w in range(self.cfg.warmup):  # through the timer (readings dropped): the launch gate learns its length
             inputs = self.inputs(self.ref_module, self.seed_for(30_000 + w))
             self.call_candidate(self.cand_model, _clone(inputs), timer)
             self.reference(timed_ref, inputs, timer)
-        gc.collect()
+        gc.collect(1)
         gc_was_enabled = gc.isenabled()
         gc.disable()
         try:

@@ -79,9 +79,13 @@ ATTACK_TABLE: list[Attack] = [
     Attack("01_library_op.py", {"strict": flags("library_op", "no_kernel"), "permissive": flags("no_kernel")},
            bypass=flags("no_custom_kernel")),
     Attack("01_library_op_matmul.py", {"strict": flags("library_op")}, task="level2/gemm_relu"),
+    # the switch to the library after the checks: caught by the launch count of every call
+    Attack("01_library_in_timed_calls.py", {"strict": flags("library_op")}, bypass=flags("no_custom_kernel")),
     # 2 decoy kernel
     # (bypass runs use the default preset, `standard`: its op audit sees the torch compute before the ablation
     # trial runs; `permissive` tolerates any op, so there the ablation trial is what catches a decoy)
+    # a decoy launch + the library after the checks: caught by the audited call after timing
+    Attack("02_decoy_in_timed_calls.py", {"strict": flags("library_op")}, bypass=flags("torch_compute")),
     Attack("02_decoy_kernel.py", {"strict": flags("library_op"), "permissive": flags("decoy_kernel")},
            bypass=flags("torch_compute")),
     Attack("02_decoy_operators.py", {"strict": flags("torch_compute"), "permissive": flags("decoy_kernel")},
@@ -257,11 +261,13 @@ def test_environment_is_scrubbed(monkeypatch):
 def test_seed_guessing_needs_the_secret(bypass):
     """Class 20 control: 20_guess_seeds.py precomputes outputs for the seeds the harness's formula gives with
     base seed 0. Under `permissive` (whose op audit tolerates its `torch.equal` lookups) with `secret_seeds=False`
-    it really passes (and times nothing); with the per-job secret salt (the default) it is wrong. So the salt, not
-    luck, is what stops it. Under the default `standard` even known seeds are caught, by the op audit."""
+    every guess hits and every output is right: only the per-call launch count rejects it (its lookups launch
+    nothing); with the per-job secret salt (the default) it is wrong. Two independent defenses, neither luck. Under
+    the default `standard` even known seeds are caught, by the op audit."""
     code = BY_FILE["20_guess_seeds.py"].code
     known = bypass(code, seed=0, secret_seeds=False, checks="permissive")
-    assert known.outcome is Outcome.CORRECT, known.message
+    assert known.outcome is Outcome.REJECTED and known.hacks == ("no_custom_kernel",), known.message
+    assert "later call" in known.message  # every output was right: only the per-call launch count stops it
     salted = bypass(code, seed=0, checks="permissive")
     assert salted.outcome is Outcome.MISMATCH, salted.message
     audited = bypass(code, seed=0, secret_seeds=False)

@@ -5,9 +5,10 @@ output, so timed calls do no work. Unknown inputs (the ablation trial among them
 
 Caught statically by `monkeypatch` (torch.manual_seed). With the static rules bypassed it still fails: input
 seeds are salted with a per-job secret, so no guessed input ever matches and the zeros are wrong (`mismatch`).
-The control run with `secret_seeds=False` under `permissive` shows the salt is what stops it (there the attack
-passes); under the other presets even known seeds are rejected by the op audit (`torch.equal` in forward is
-PyTorch compute: `torch_compute`).
+The control run with `secret_seeds=False` under `permissive` shows what else would stop it: every output is right
+there, and only the launch count of each call (`no_custom_kernel`: the looked-up calls launch nothing) rejects
+it; under the other presets even known seeds are rejected by the op audit (`torch.equal` in forward is PyTorch
+compute: `torch_compute`).
 """
 import torch
 import torch.nn as nn
