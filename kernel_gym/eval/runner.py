@@ -318,16 +318,28 @@ class JobRun:
 
     def audit_ops(self) -> None:
         """Watch the dispatcher during one call: PyTorch compute the preset forbids is `torch_compute`."""
-        from kernel_gym.eval.op_audit import audit, forbidden
+        from kernel_gym.eval.op_audit import audit
 
         inputs = self.inputs(self.ref_module, self.seed_for(7_000))
         with torch.no_grad():
             _, ops = audit(lambda: self.cand_model(*inputs))
         self.sync()
+        self.forbid_ops(ops)
+
+    def forbid_ops(self, ops: dict[str, int], after_timing: bool = False) -> None:
+        """PyTorch compute the preset forbids, among the ops the audit saw, is `torch_compute`."""
+        from kernel_gym.eval.op_audit import forbidden
+
         bad = forbidden(ops, self.cfg.checks)
-        if bad:
-            raise Hack("torch_compute", f"forward() ran PyTorch compute ({', '.join(f'aten.{b}' for b in bad[:6])}) "
-                       f"that checks={self.cfg.checks!r} does not allow; compute it in your own kernels")
+        if not bad:
+            return
+        listed = ", ".join(f"aten.{b}" for b in bad[:6])
+        if after_timing:
+            raise Hack("torch_compute", f"in a call like the timed ones, forward() ran PyTorch compute ({listed}) that "
+                       f"checks={self.cfg.checks!r} does not allow (the checked calls before timing did not); compute "
+                       "it in your own kernels in every call")
+        raise Hack("torch_compute", f"forward() ran PyTorch compute ({listed}) that checks={self.cfg.checks!r} does "
+                   "not allow; compute it in your own kernels")
 
     def note_ungated(self, kernels: list[str]) -> None:
         """Kernels on a stream outside the launch gate's reach (a non-blocking stream not from torch's pool): their
@@ -342,7 +354,7 @@ class JobRun:
         behaving as it does when timed). Under the op audit: PyTorch compute the preset forbids is `torch_compute`.
         With the gate, also under the profiler: True when a kernel ran on a stream the gate does not hold (the
         solution must then be timed again without the gate)."""
-        from kernel_gym.eval.op_audit import audit, forbidden
+        from kernel_gym.eval.op_audit import audit
         from kernel_gym.eval.profile import profile_call
 
         t0 = time.perf_counter()
@@ -364,11 +376,7 @@ class JobRun:
                 self.call_candidate(audited, inputs, timer)
         self.check_harness()
         self.stage_ms["after_timing_check"] = round((time.perf_counter() - t0) * 1e3, 3)
-        bad = forbidden(seen, self.cfg.checks)
-        if bad:
-            raise Hack("torch_compute", f"in a call like the timed ones, forward() ran PyTorch compute "
-                       f"({', '.join(f'aten.{b}' for b in bad[:6])}) that checks={self.cfg.checks!r} does not allow "
-                       "(the checked calls before timing did not); compute it in your own kernels in every call")
+        self.forbid_ops(seen, after_timing=True)
         self.note_ungated(ungated)
         return bool(ungated)
 
