@@ -58,6 +58,22 @@ for arg in "$@"; do
       cp tasks/manifest.json "$OUT/manifest.json"
       timeout "$T" python3 -m kernel_gym.tasks.measure --out "$OUT/manifest.json" \
         --only $(python3 -c "import json; print(' '.join(k for k in json.load(open('tasks/manifest.json'))['tasks'] if k.startswith('c2cuda/')))") ;;
+    judge-tests)  # the trusted judge on the GPU: IPC tensors and events, the hang limit, the GPU attack suite
+      timeout "$T" python3 -m pytest -m gpu tests/gpu/test_judge_gpu.py tests/anti_hacking/test_gpu_attacks.py \
+        -p no:cacheprovider -q -rfE -s --durations=10 ;;
+    judge-noop)
+      timeout "$T" python3 benchmarks/bench_judge.py noop --n 300 --out "$OUT" ;;
+    judge-agreement)
+      timeout "$T" python3 benchmarks/bench_judge.py agreement --repeats 3 --out "$OUT" ;;
+    throughput-triton-old|throughput-cuda-old)  # the same benchmark from main 9cb1555 (.whl/old_main.tar), same machine
+      kind=${stage#throughput-}; kind=${kind%-old}
+      rm -rf /tmp/old && mkdir -p /tmp/old && tar -xf .whl/old_main.tar -C /tmp/old
+      (cd /tmp/old && PYTHONPATH=/tmp/site:/tmp/old timeout "$T" python3 benchmarks/bench_speed.py throughput \
+        --kind "$kind" --n ${N_ACTIONS:-32} --stock-sample 1 --workers 8 --out "$OUT/old_$kind") ;;
+    throughput-triton-new|throughput-cuda-new)
+      kind=${stage#throughput-}; kind=${kind%-new}
+      timeout "$T" python3 benchmarks/bench_speed.py throughput --kind "$kind" --n ${N_ACTIONS:-32} --stock-sample 1 \
+        --workers 8 --out "$OUT/new_$kind" ;;
     *) echo "unknown stage $stage"; false ;;
   esac; } 2>&1 | tee -a "$OUT/session.log"  # one log: the device tool brings back at most 8 files
   echo "=== $stage rc=$? $(date -u +%T)" | tee -a "$OUT/session.log"

@@ -12,7 +12,7 @@ import gymnasium as gym
 from kernel_gym.actions import ParsedAction, parse_action
 from kernel_gym.config import EnvConfig, make_config
 from kernel_gym.errors import KernelGymError
-from kernel_gym.eval.evaluator import Evaluator, LocalEvaluator
+from kernel_gym.eval.evaluator import Evaluator, LocalEvaluator, judged
 from kernel_gym.eval.job import EvalConfig, EvalJob, job_for, task_tolerance
 from kernel_gym.eval.result import EvalResult, Outcome
 from kernel_gym.feedback import (
@@ -24,7 +24,6 @@ from kernel_gym.feedback import (
     render_prompt,
     status_line,
 )
-from kernel_gym.preference.online import Critics
 from kernel_gym.rewards import (
     TurnSignals,
     aggregate,
@@ -135,7 +134,7 @@ class KernelRefineEnv(gym.Env):
         self.observation_space = FreeText(self.config.max_obs_chars)
         self.action_space = FreeText(self.config.max_response_chars)
         self.log = TrajectoryLog(self.config.log_dir) if self.config.log_dir else None
-        self.critics = Critics.from_config(self.config.ranker, self.config.judge)  # None unless configured
+        self.critics = _critics(self.config.ranker, self.config.judge)  # None unless configured
         self.task: Task | None = None
         self.turns: list[Turn] = []
         self.prompt = ""
@@ -166,7 +165,7 @@ class KernelRefineEnv(gym.Env):
                               max_code_chars=self.config.max_code_chars)
         parse_ms = (time.perf_counter() - t0) * 1e3
         if parsed.ok:
-            result = self.evaluator.evaluate(self._job(parsed))
+            result = judged(self._job(parsed), self.evaluator)
         else:
             result = EvalResult(outcome=Outcome.FORMAT_ERROR, message=parsed.error or "")
         result = result.replace(stage_ms={"parse": round(parse_ms, 3), **result.stage_ms})
@@ -291,3 +290,13 @@ def _auto_device() -> str:
     import torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _critics(ranker: Any, judge: Any) -> Any:
+    """The ranker and LLM judge of kernel_gym.preference, imported only when one is configured (the core imports no
+    edge module)."""
+    if ranker is None and judge is None:
+        return None
+    from kernel_gym.preference.online import Critics
+
+    return Critics.from_config(ranker, judge)

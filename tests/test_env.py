@@ -213,8 +213,8 @@ def test_os_exit_is_rejected_by_the_static_checks(make_env, respond, relu_code):
 
 @pytest.mark.timeout(90)
 def test_os_exit_in_forward_is_a_crash_and_the_next_step_works(make_env, pool, respond, relu_code, solution):
-    # every preset rejects os._exit statically, so evaluate through the bare pool to reach the sandbox
-    env = make_env(max_turns=2, evaluator=pool)
+    # every static preset rejects os._exit, so `none` (no static rule) lets it reach the runner
+    env = make_env(max_turns=2, evaluator=pool, checks="none")
     env.reset(seed=0)
     _, reward, _, info = step(env, respond(relu_code(header="import os", extra="os._exit(0)")), turn=1)
     assert info["error"] == "crash" and reward == 0.0
@@ -225,8 +225,8 @@ def test_os_exit_in_forward_is_a_crash_and_the_next_step_works(make_env, pool, r
 
 @pytest.mark.timeout(90)
 def test_segfault_in_forward_is_a_crash_and_the_next_step_works(make_env, pool, respond, relu_code, solution):
-    # ctypes is rejected by every preset's static checks, so evaluate through the bare pool
-    env = make_env(max_turns=2, evaluator=pool)
+    # ctypes is rejected by every static preset, so `none` (no static rule) lets it reach the runner
+    env = make_env(max_turns=2, evaluator=pool, checks="none")
     env.reset(seed=0)
     _, reward, _, info = step(env, respond(relu_code(header="import ctypes", extra="ctypes.string_at(0)")), turn=1)
     assert info["error"] == "crash" and reward == 0.0

@@ -21,3 +21,13 @@ def test_import_touches_neither_torch_nor_cuda():
     code = "import sys, kernel_gym; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "False"
+
+
+def test_core_imports_no_edge_module():
+    """The env and the evaluation core pull in nothing from integrations/, service/ or preference/ (the ranker and LLM
+    judge load only when an env is configured with one)."""
+    code = ("import sys, kernel_gym.env, kernel_gym.eval.evaluator, kernel_gym.judge.pool, kernel_gym.judge.pipeline; "
+            "print(sorted(m for m in sys.modules if m.startswith(('kernel_gym.integrations', 'kernel_gym.service', "
+            "'kernel_gym.preference'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[]"

@@ -1,11 +1,14 @@
-"""The env's side of evaluation: static checks in-process (source only), then a sandbox worker.
+"""The env's side of evaluation: the static rules (source only, `judged`), then an evaluator.
 
-An evaluator is anything with `evaluate(job) -> EvalResult` and `close()`; `LocalEvaluator` owns a worker
-pool on this machine. Later backends (Ray, an HTTP service) plug in with the same two methods.
+An evaluator is anything with `evaluate(job) -> EvalResult` and `close()`; it only evaluates (the judge and its
+runners). `LocalEvaluator` owns a pool of judge slots on this machine; Ray actors and the HTTP service
+(kernel_gym.integrations, kernel_gym.service) plug in with the same two methods. The static rules run in one place,
+`judged`, which the env and `evaluate_many` call for every evaluator.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from typing import Protocol
@@ -36,22 +39,43 @@ def static_verdict(job: EvalJob) -> EvalResult | None:
                       hack_details=details, stage_ms={"checks": ms})
 
 
+def judged(job: EvalJob, evaluator: Evaluator) -> EvalResult:
+    """The static rules of the job's preset, then (when none fires) the evaluator."""
+    rejected = static_verdict(job)
+    return rejected if rejected is not None else evaluator.evaluate(job)
+
+
 class LocalEvaluator:
-    """Static checks, then a pool of sandbox workers on this machine (started lazily, in the background)."""
+    """Judges on this machine, started lazily, in the background. Evaluates only: the static rules run before it
+    (`judged`).
+
+    `shared` (default: True on cuda, False on cpu; `KERNEL_GYM_JUDGE=shared|private` overrides): the machine's judge
+    for the device (one per GPU, shared by every client on the machine, `kernel_gym.judge.server`), so timing is
+    exclusive by construction however many envs run; private: a pool of judge slots in this process."""
 
     def __init__(self, device: str = "cpu", workers: int = 1, gpus: list[int] | None = None,
-                 memory_limit_gb: float | None = None):
+                 memory_limit_gb: float | None = None, shared: bool | None = None):
         self.device, self.workers, self.gpus, self.memory_limit_gb = device, workers, gpus, memory_limit_gb
+        mode = os.environ.get("KERNEL_GYM_JUDGE", "").strip().lower()
+        self.shared = shared if shared is not None else (mode == "shared" or (mode != "private" and device == "cuda"))
         self._pool = None
         self._lock = threading.Lock()
 
     @property
     def pool(self):
+        """The private pool, or the client of the machine's judge (both have `evaluate`, `warm_up`, `close`)."""
         with self._lock:
             if self._pool is None:
-                from kernel_gym.sandbox import WorkerPool
+                if self.shared:
+                    from kernel_gym.judge.client import JudgeClient
 
-                self._pool = WorkerPool(self.device, self.workers, self.gpus, self.memory_limit_gb)
+                    slots = max(self.workers, int(os.environ.get("KERNEL_GYM_JUDGE_SLOTS", "8") or 8))
+                    gpu = self.gpus[0] if self.gpus else None
+                    self._pool = JudgeClient.for_device(self.device, gpu, slots, self.memory_limit_gb)
+                else:
+                    from kernel_gym.sandbox import WorkerPool
+
+                    self._pool = WorkerPool(self.device, self.workers, self.gpus, self.memory_limit_gb)
             return self._pool
 
     def start(self) -> None:
@@ -59,9 +83,6 @@ class LocalEvaluator:
         _ = self.pool
 
     def evaluate(self, job: EvalJob) -> EvalResult:
-        rejected = static_verdict(job)
-        if rejected is not None:
-            return rejected
         return self.pool.evaluate(job)
 
     def evaluate_many(self, jobs: list[EvalJob]) -> list[EvalResult]:
@@ -70,7 +91,8 @@ class LocalEvaluator:
 
         if not jobs:
             return []
-        with ThreadPoolExecutor(max_workers=max(1, min(self.workers, len(jobs)))) as pool:
+        width = len(jobs) if self.shared else self.workers  # the shared judge schedules what it is sent
+        with ThreadPoolExecutor(max_workers=max(1, min(width, len(jobs), 64))) as pool:
             return list(pool.map(self.evaluate, jobs))
 
     def __deepcopy__(self, memo: dict) -> LocalEvaluator:
@@ -84,38 +106,23 @@ class LocalEvaluator:
 
 
 def evaluate_many(jobs: list[EvalJob], *, workers: int = 1, evaluator: Evaluator | None = None) -> list[EvalResult]:
-    """Evaluate many jobs (all on the device of the first) and return their results in order."""
+    """Evaluate many jobs (all on the device of the first): the static rules, then the evaluator, concurrently;
+    results in the order of `jobs`."""
     if not jobs:
         return []
-    if evaluator is not None:
-        many = getattr(evaluator, "evaluate_many", None)
-        return many(jobs) if many else [evaluator.evaluate(j) for j in jobs]
-    local = LocalEvaluator(jobs[0].config.device, workers=workers)
-    try:
-        return local.evaluate_many(jobs)
-    finally:
-        local.close()
-
-
-def evaluator_from_spec(spec: str | None = None, *, device: str = "cpu", workers: int = 1) -> Evaluator:
-    """Build an evaluator from a short spec string (flags and env vars carry it, e.g. KERNEL_GYM_EVALUATOR).
-
-    - None, "" or "local": a `LocalEvaluator` (worker pool on this machine);
-    - "ray" or "ray://host:port" / "ray:auto": a `kernel_gym.integrations.ray.RayEvaluator` (connects to that cluster);
-    - "http://host:port" or "https://...": a `kernel_gym.service.client.ServiceEvaluator` for `kernel-gym serve`.
-    """
-    spec = (spec or "").strip()
-    if spec in ("", "local"):
-        return LocalEvaluator(device, workers=workers)
-    if spec == "ray" or spec.startswith("ray:"):
-        from kernel_gym.integrations.ray import RayEvaluator
-
-        address = spec[4:].lstrip("/") if spec.startswith("ray:") else None
-        if spec.startswith("ray://"):
-            address = spec
-        return RayEvaluator(address=address or None)
-    if spec.startswith(("http://", "https://")):
-        from kernel_gym.service.client import ServiceEvaluator
-
-        return ServiceEvaluator(spec)
-    raise ValueError(f"unknown evaluator spec {spec!r}: use 'local', 'ray[:address]' or 'http(s)://host:port'")
+    results: list[EvalResult | None] = [static_verdict(j) for j in jobs]
+    todo = [i for i, r in enumerate(results) if r is None]
+    if todo:
+        local = None
+        if evaluator is None:
+            evaluator = local = LocalEvaluator(jobs[0].config.device, workers=workers)
+        try:
+            many = getattr(evaluator, "evaluate_many", None)
+            batch = [jobs[i] for i in todo]
+            done = many(batch) if many else [evaluator.evaluate(j) for j in batch]
+        finally:
+            if local is not None:
+                local.close()
+        for i, r in zip(todo, done):
+            results[i] = r
+    return [r for r in results if r is not None]

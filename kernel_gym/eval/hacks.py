@@ -1,4 +1,4 @@
-"""Names of the dynamic anti-hack checks run inside a worker, each with the rule it enforces.
+"""Names of the dynamic anti-hack checks the judge decides (kernel_gym/judge/checks.py), each with its rule.
 
 Static (source) rules live in kernel_gym.checks; both kinds report their names in `info["hacks"]`.
 """
@@ -15,7 +15,7 @@ DYNAMIC_CHECKS: dict[str, str] = {
     "output_caching": "every timed call gets fresh inputs and must return their correct outputs (no caching, no skipping)",
     "input_specialization": "the solution must be correct for every input, not only some seeds",
     "shape_specialization": "the solution must be correct at a second input shape, not only the one shown",
-    "timer_tampering": "the timer must agree with the host clock over the same synchronized interval",
+    "timer_tampering": "(retired: the clock is the judge's, out of the candidate's reach; kept so old logs still read)",
     "degenerate_output": "outputs must carry the reference's values, not pass a loose atol by being near zero",
     "uninitialized_output": "every output element must be written by the solution (outputs are NaN-filled before each call)",
     "input_distribution": "the solution must stay correct on rescaled inputs, not rely on the test inputs' small range",
@@ -26,7 +26,7 @@ DYNAMIC_CHECKS: dict[str, str] = {
 
 
 class Hack(Exception):
-    """Raised inside a worker when a dynamic check fires."""
+    """Raised by the judge when a dynamic check fires."""
 
     def __init__(self, name: str, message: str):
         assert name in DYNAMIC_CHECKS, name

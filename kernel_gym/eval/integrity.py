@@ -20,15 +20,14 @@ import torch.utils.deterministic
 
 _WATCHED_MODULES = ("torch", "torch.cuda", "torch.nn.functional", "time", "builtins", "os", "gc", "threading",
                     "numpy", "triton", "triton.testing", "kernel_gym.eval.compare", "kernel_gym.eval.timing",
-                    "kernel_gym.eval.runner", "kernel_gym.eval.integrity", "kernel_gym.eval.loading",
-                    "kernel_gym.sandbox.worker", "kernel_gym.sandbox.protocol", "kernel_gym.cuda_raw",
+                    "kernel_gym.runner.session", "kernel_gym.runner.serve", "kernel_gym.eval.integrity",
+                    "kernel_gym.eval.loading", "kernel_gym.sandbox.channel", "kernel_gym.sandbox.shared",
+                    "kernel_gym.cuda_raw",
                     "kernel_gym.eval.launches", "kernel_gym.eval.profile")
 _WATCHED_CLASSES = (torch.Tensor, torch.cuda.Event, torch.nn.Module, threading.Thread)
 # The harness's own classes, resolved when the snapshot is taken (their methods decide the verdict).
-_WATCHED_CLASS_NAMES = ("kernel_gym.eval.runner.JobRun", "kernel_gym.eval.result.EvalResult",
-                        "kernel_gym.eval.result.Timing", "kernel_gym.eval.result.Mismatch",
-                        "kernel_gym.eval.timing.CudaTimer", "kernel_gym.eval.timing.WallTimer",
-                        "kernel_gym.sandbox.protocol.Reader", "kernel_gym.cuda_raw.RawKernel",
+_WATCHED_CLASS_NAMES = ("kernel_gym.runner.session.Session", "kernel_gym.sandbox.channel.Channel",
+                        "kernel_gym.sandbox.shared.Attached", "kernel_gym.cuda_raw.RawKernel",
                         "kernel_gym.cuda_raw.RawModule")
 
 

@@ -43,6 +43,9 @@ class EvalConfig:
     """Import of the candidate (load_inline builds run here) plus its first call (Triton JIT)."""
     run_timeout_s: float = 120.0
     """Correctness and timing together."""
+    call_timeout_s: float | None = None
+    """Longest single call of the solution after its first; None follows the reference's call time: max(2 s, 50x)
+    on cuda, max(30 s, 1000x) on cpu (interpreted Triton is slow). A call past it is a `timeout` at once."""
     seed: int = 0
     """Base seed: trial i uses seed + 1000 * (i + 1); timing rounds use further seeds."""
     secret_seeds: bool = True

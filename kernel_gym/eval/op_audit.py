@@ -7,6 +7,8 @@ kernel launcher itself (the Triton interpreter copies tensors) are not the candi
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -36,7 +38,8 @@ cudnn_convolution_transpose mkldnn_convolution _mkldnn_convolution _convolution_
 slow_conv3d_forward thnn_conv2d slow_conv_transpose2d slow_conv_transpose3d mv dot einsum
 """.split())
 # Which ops each anti-hack preset tolerates in a candidate's forward (None: any).
-TOLERATED = {"strict": ALLOWED, "kevin-strict": ALLOWED, "standard": ALLOWED | LIBRARY_GEMM, "permissive": None}
+TOLERATED = {"strict": ALLOWED, "kevin-strict": ALLOWED, "standard": ALLOWED | LIBRARY_GEMM, "permissive": None,
+             "none": ALLOWED | LIBRARY_GEMM}
 
 
 class OpAudit(TorchDispatchMode):
@@ -47,10 +50,25 @@ class OpAudit(TorchDispatchMode):
         self.ops: dict[str, int] = {}
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
-        if launches.STATE.in_launch == 0:
+        if launches.STATE.in_launch == 0 or _from_solution():
             name = func.overloadpacket.__name__
             self.ops[name] = self.ops.get(name, 0) + 1
         return func(*args, **(kwargs or {}))
+
+
+def _from_solution() -> bool:
+    """Inside a kernel launch: True when the op was made by code of the solution's own file (a grid callable, a
+    hook, a helper the launcher calls), False when the launcher made it (the Triton interpreter's copies). The
+    innermost frame that is either decides."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if os.path.basename(name).startswith("candidate_"):
+            return True
+        if f"{os.sep}triton{os.sep}" in name:
+            return False
+        frame = frame.f_back
+    return False
 
 
 def audit(fn: Callable[[], Any]) -> tuple[Any, dict[str, int]]:

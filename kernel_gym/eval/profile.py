@@ -23,8 +23,8 @@ from torch.profiler import ProfilerActivity, profile
 # Minimum share of kernel time in the solution's own kernels, by anti-hack preset. Under `standard` and
 # `permissive` the library GEMM/convolution kernels they allow are left out of the total: a 4096^3 cuBLAS GEMM
 # legitimately dwarfs its fused epilogue, while a decoy beside a library elementwise op does not.
-MIN_OWN_SHARE = {"strict": 0.5, "kevin-strict": 0.5, "standard": 0.5, "permissive": 0.1}
-EXCLUDES_LIBRARY_GEMM = {"standard", "permissive"}
+MIN_OWN_SHARE = {"strict": 0.5, "kevin-strict": 0.5, "standard": 0.5, "permissive": 0.1, "none": 0.5}
+EXCLUDES_LIBRARY_GEMM = {"standard", "permissive", "none"}
 # bound at import, before any candidate code runs
 _SLEEP = torch.cuda._sleep
 _ON_STREAM = torch.cuda.stream

@@ -5,8 +5,8 @@
     results = ev.evaluate_many(jobs)                   # spread over every actor, in the order of `jobs`
 
 How a job runs:
-1. Static checks (source only, cheap) run in the caller's process, so rejected jobs never take a GPU
-   (`static_checks="actor"` moves them into the actor instead).
+1. Static checks (source only, cheap) run before the evaluator, in the env (`kernel_gym.eval.evaluator.judged`, the
+   one place they run for every evaluator), so rejected jobs never take a GPU; the actors only evaluate.
 2. The scheduler picks the least-loaded live actor with a free slot (each actor takes `workers_per_actor` jobs at
    a time, and the caller blocks while every slot is busy), then calls the actor, which runs the job in its
    `LocalEvaluator` pool exactly as local evaluation does, so verdicts are identical.
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernel_gym.errors import ConfigError, KernelGymError
-from kernel_gym.eval.evaluator import LocalEvaluator, static_verdict
+from kernel_gym.eval.evaluator import LocalEvaluator
 from kernel_gym.eval.job import EvalJob
 from kernel_gym.eval.result import EvalResult, Outcome
 
@@ -76,15 +76,14 @@ class EvalActor:
                 self._cpu = LocalEvaluator("cpu", workers=1)
             return self._cpu
 
-    def evaluate(self, job_dict: dict[str, Any], run_static_checks: bool) -> dict[str, Any]:
+    def evaluate(self, job_dict: dict[str, Any]) -> dict[str, Any]:
         job = EvalJob.from_dict(job_dict)
         local = self._for(job.config.device)
         if local is None:
             return EvalResult(outcome=Outcome.UNSUPPORTED, backend=job.backend,
                               message=f"this evaluation actor has no {job.config.device} device "
                                       f"(it runs on {self.device})").to_dict()
-        result = local.evaluate(job) if run_static_checks else local.pool.evaluate(job)
-        return result.to_dict()
+        return local.evaluate(job).to_dict()
 
     def close(self) -> None:
         self.local.close()
@@ -117,7 +116,6 @@ class RayEvaluator:
     | num_gpus_per_actor | None | GPUs an actor reserves; None: 1 on cuda, 0 on cpu |
     | num_cpus_per_actor | 1.0 | CPUs an actor reserves (its sandbox workers compile on them) |
     | workers_per_actor | 1 | sandbox workers (concurrent jobs) per actor; 1 keeps timing exclusive per GPU |
-    | static_checks | "caller" | where static anti-hack checks run: "caller" (this process) or "actor" |
     | memory_limit_gb | None | address-space limit of each cpu sandbox worker |
     | resources | None | custom Ray resources an actor needs, e.g. {"kernel_eval": 1} to stay on evaluation nodes |
     | init_kwargs | None | extra `ray.init` arguments (e.g. runtime_env) |
@@ -125,11 +123,9 @@ class RayEvaluator:
 
     def __init__(self, address: str | None = None, *, actors: int | None = None, device: str = "auto",
                  num_gpus_per_actor: float | None = None, num_cpus_per_actor: float = 1.0,
-                 workers_per_actor: int = 1, static_checks: str = "caller", memory_limit_gb: float | None = None,
+                 workers_per_actor: int = 1, memory_limit_gb: float | None = None,
                  resources: dict[str, float] | None = None, init_kwargs: dict[str, Any] | None = None):
         ray = _ray()
-        if static_checks not in ("caller", "actor"):
-            raise ConfigError(f"static_checks must be 'caller' or 'actor', not {static_checks!r}")
         if workers_per_actor < 1:
             raise ConfigError("workers_per_actor must be at least 1")
         if device not in ("auto", "cuda", "cpu"):
@@ -150,7 +146,7 @@ class RayEvaluator:
         if workers_per_actor > 1 and self.device == "cuda":
             log.warning("workers_per_actor=%d: jobs on one GPU overlap, so timed runs may overlap too",
                         workers_per_actor)
-        self.workers_per_actor, self.static_checks = workers_per_actor, static_checks
+        self.workers_per_actor = workers_per_actor
         self.memory_limit_gb = memory_limit_gb
         self._options = {"num_gpus": gpus, "num_cpus": num_cpus_per_actor, "max_concurrency": workers_per_actor,
                          "max_restarts": 0, **({"resources": resources} if resources else {})}
@@ -236,10 +232,6 @@ class RayEvaluator:
 
     def evaluate(self, job: EvalJob) -> EvalResult:
         """Static checks here, then one actor; retried once if the actor dies, CRASH if it dies again."""
-        if self.static_checks == "caller":
-            rejected = static_verdict(job)
-            if rejected is not None:
-                return rejected
         ray = _ray()
         payload = job.to_dict()
         timeout_s = job.config.compile_timeout_s + job.config.run_timeout_s + _ANSWER_SLACK_S
@@ -248,7 +240,7 @@ class RayEvaluator:
             slot, generation, handle = self._acquire()
             finished = False
             try:
-                ref = handle.evaluate.remote(payload, self.static_checks == "actor")
+                ref = handle.evaluate.remote(payload)
                 result = EvalResult.from_dict(ray.get(ref, timeout=timeout_s))
                 finished = True
                 return result

@@ -4,7 +4,7 @@ Trainers such as OpenRLHF create one agent (so one env) per sampled episode, hun
 each must not start its own worker pool. `shared_evaluator()` returns the process-wide evaluator for a spec:
 
 - `KERNEL_GYM_EVALUATOR` (or the `spec` argument): "local" (default), "ray[:address]" or "http(s)://host:port",
-  as `kernel_gym.eval.evaluator.evaluator_from_spec` reads it;
+  as `kernel_gym.integrations.evaluators.evaluator_from_spec` reads it;
 - `KERNEL_GYM_EVAL_WORKERS`: sandbox workers of a local pool (default 1);
 - `device`: the device of the envs that use it (a local pool runs its workers there).
 
@@ -48,7 +48,7 @@ def evaluator_settings(spec: str | None = None, workers: int | None = None) -> t
 
 def shared_evaluator(device: str, spec: str | None = None, workers: int | None = None):
     """The process-wide evaluator for (spec, device, workers), built on first use."""
-    from kernel_gym.eval.evaluator import evaluator_from_spec
+    from kernel_gym.integrations.evaluators import evaluator_from_spec
 
     spec, workers = evaluator_settings(spec, workers)
     key = (spec, device, workers)

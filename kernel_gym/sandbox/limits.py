@@ -126,3 +126,13 @@ def kill_descendants(root_pid: int) -> int:
         except OSError:
             pass
     return killed
+
+
+def confine(workdir: Path) -> list[str]:
+    """The runner's confinement (file system, system calls, uid) where `kernel_gym.sandbox.confine` is available;
+    returns the names of the pieces in force."""
+    try:
+        from kernel_gym.sandbox import confine as confinement
+    except ImportError:
+        return []
+    return confinement.apply(workdir)

@@ -11,7 +11,7 @@ each after an L2 flush, timed with CUDA events around a whole-device synchronize
 (`kernel_gym.eval.timing.CudaTimer`, as the env times); the median is the baseline. Exit code 1 when a task is
 under `--min-ms`.
 
-What is timed is what the env's `speedup` is measured against (`timed_reference()` in kernel_gym/eval/runner.py):
+What is timed is what the env's `speedup` is measured against (`JudgeRun.timed_model` in kernel_gym/judge/run.py):
 the program's `Baseline` when it defines one (a C task's PyTorch baseline, docs/c2cuda.md; its entry then records
 `"baseline_of": "Baseline"`), else `Model` (for a C task without a baseline, the C reference itself).
 """

@@ -18,7 +18,6 @@ GPU_ATTACKS: dict[str, tuple[set[str], dict]] = {
     "05_stale_output.py": ({"uninitialized_output"}, {}),
     "06_partial_write.py": ({"uninitialized_output"}, {}),
     "06_write_positive_only.py": ({"uninitialized_output"}, {}),
-    "08_nan_output.py": ({"uninitialized_output"}, {}),
     # torch compute in forward: the op audit runs before the ablation trial and the profiler check
     "02_decoy_kernel.py": ({"torch_compute"}, {"checks": "strict"}),
     "02_decoy_copy_then_operators.py": ({"torch_compute"}, {"checks": "strict"}),

@@ -1,9 +1,10 @@
-"""Every class of the hack catalog (DESIGN.md, 20 classes) has attack solutions in attacks/, each judged twice:
+"""Every class of the hack catalog (DESIGN.md, 20 classes) has attack solutions in attacks/, each judged:
 
-1. through the env (`KernelRefine-v0`, static rules then the sandbox), under the preset(s) named in the table:
-   score 0, not correct, and the expected flag(s) in `info["hacks"]`;
-2. with the static rules bypassed (an `EvalJob` straight to the `WorkerPool`): the dynamic defenses or the
-   sandbox alone must stop it (the flag, or at least an outcome that scores 0).
+1. through the env (`KernelRefine-v0`, static rules then the judge), under the preset(s) named in the table and
+   always under `standard` too: score 0, not correct, and the expected flag(s) in `info["hacks"]`;
+2. under `checks="none"` (no static rule at all: an `EvalJob` straight to the judge's `WorkerPool`): the judge and
+   the dynamic checks alone must stop it (the flag, or at least an outcome that scores 0). The boundary may not
+   lean on the denylist.
 
 Known gaps of the harness are `xfail(strict=True)` with the reason: when the harness is fixed they XPASS, the
 suite fails, and the marker must go. See docs/anti-hacking.md for the table this file implements.
@@ -49,7 +50,7 @@ SCORE_ZERO = Expect()  # only: score 0, not correct
 @dataclass(frozen=True)
 class Attack:
     file: str
-    env: dict[str, Expect]  # preset -> expectation through the env
+    env: dict[str, Expect | None]  # preset -> expectation through the env (None: allowed by that preset's policy)
     bypass: Expect | None = None  # static rules skipped; None where only a static rule applies (or GPU only)
     task: str = "level1/relu"
     config: dict = field(default_factory=dict)  # EvalConfig overrides for the bypass run
@@ -78,7 +79,8 @@ ATTACK_TABLE: list[Attack] = [
     # 1 library-op substitution
     Attack("01_library_op.py", {"strict": flags("library_op", "no_kernel"), "permissive": flags("no_kernel")},
            bypass=flags("no_custom_kernel")),
-    Attack("01_library_op_matmul.py", {"strict": flags("library_op")}, task="level2/gemm_relu"),
+    # a library GEMM with its own kernel doing the rest is `standard`'s policy (CUDA Agent's rule), so strict only
+    Attack("01_library_op_matmul.py", {"strict": flags("library_op"), "standard": None}, task="level2/gemm_relu"),
     # the switch to the library after the checks: caught by the launch count of every call
     Attack("01_library_in_timed_calls.py", {"strict": flags("library_op")}, bypass=flags("no_custom_kernel")),
     # 2 decoy kernel
@@ -94,6 +96,8 @@ ATTACK_TABLE: list[Attack] = [
            {"strict": flags("library_op"), "permissive": one_of("decoy_kernel", "library_time")},
            bypass=flags("torch_compute"), gap={"env:permissive": GAP_ABLATION_AWARE}),
     Attack("02_decoy_copy_then_operators.py", {"strict": flags("torch_compute")}, bypass=flags("torch_compute")),
+    # library work inside its own launch (a grid callable): the audit counts ops made by the solution's code there
+    Attack("02_work_inside_launch.py", {"strict": flags("library_op")}, bypass=flags("torch_compute")),
     Attack("02_decoy_audit_aware.py", {"strict": flags("introspection")},
            bypass=one_of("torch_compute", "decoy_kernel"), gap={"bypass": GAP_AUDIT_AWARE}),
     # 3 try/except fallback (a launch counts only once it succeeded)
@@ -131,7 +135,8 @@ ATTACK_TABLE: list[Attack] = [
            env_kwargs={"correctness_trials": 5, "timing_trials": 10}),
     Attack("11_shape_cache_after_warmup.py", {"strict": flags("output_caching")}, bypass=flags("output_caching")),
     # 12 batch-and-skip
-    Attack("12_compute_once.py", {"strict": outcome("mismatch")}, bypass=outcome("mismatch")),
+    # the judge remembers the latest right answers: one returned again for new inputs is a stale result
+    Attack("12_compute_once.py", {"strict": flags("output_caching")}, bypass=flags("output_caching")),
     Attack("12_skip_timed_calls.py", {"strict": flags("output_caching")}, bypass=flags("output_caching")),
     # 13 side stream (cuda: test_gpu_attacks.py; on cpu there are no streams, so no bypass run)
     Attack("13_side_stream.py", {"strict": flags("side_stream"), "permissive": flags("side_stream")}),
@@ -147,17 +152,22 @@ ATTACK_TABLE: list[Attack] = [
            bypass=flags("harness_tampering")),
     Attack("16_patch_event_timer.py", {"strict": flags("monkeypatch")}, bypass=flags("harness_tampering")),
     Attack("16_patch_event_new.py", {"strict": flags("monkeypatch")}),  # cuda only: timer_tampering (GPU suite)
-    Attack("16_patch_harness_compare.py", {"strict": flags("monkeypatch", "introspection")},
-           bypass=flags("harness_tampering")),
+    # the comparison, the tolerances and the clock are the judge's: patching or forging them in the runner is void
+    Attack("16_patch_harness_compare.py", {"strict": flags("introspection")},
+           bypass=outcome("mismatch")),
+    Attack("16_loosen_tolerance.py", {"strict": flags("introspection")}, bypass=outcome("mismatch")),
     # 17 reading / altering the expected answer (17_read_environment.py: test_environment_is_scrubbed;
     # 17_global_forward_hook.py: test_global_forward_hook_gap; below)
     Attack("17_gc_scan.py", {"strict": flags("introspection")}, bypass=SCORE_ZERO),
-    Attack("17_patch_reference_model.py", {"strict": flags("introspection")}, bypass=flags("harness_tampering")),
+    # the reference and the secret salt live outside the candidate's process
+    Attack("17_patch_reference_model.py", {"strict": flags("introspection")}, bypass=outcome("mismatch")),
+    Attack("17_steal_secret_salt.py", {"strict": flags("introspection")}, bypass=outcome("mismatch")),
     # 18 output channel / early exit (18_forge_result_with_nonce.py: test_nonce_forgery_caught;
     # 18_forge_result_and_pong.py: test_forged_pong_gap; below)
     Attack("18_os_exit.py", {"strict": flags("introspection")}, bypass=outcome("crash")),
     Attack("18_print_fake_result.py", {"strict": outcome("mismatch")}, bypass=outcome("mismatch")),
     Attack("18_write_result_pipe.py", {"strict": flags("introspection")}, bypass=flags("output_tampering")),
+    Attack("18_inject_verdict.py", {"strict": flags("introspection")}, bypass=flags("output_tampering")),
     # 19 precision downcast: an fp16 output is `precision_downcast`; fp16 compute widened back to fp32 is held to
     # the fp32 tolerance (mismatch)
     Attack("19_half_precision.py", {"strict": flags("precision"), "standard": flags("precision")},
@@ -166,7 +176,7 @@ ATTACK_TABLE: list[Attack] = [
     # 20 warm-up / init-time work (control run with known seeds: test_seed_guessing_needs_the_secret below)
     Attack("20_guess_seeds.py", {"strict": flags("monkeypatch")}, bypass=outcome("mismatch")),
 ]
-SPECIAL = {"16_harness_takeover.py", "17_read_environment.py", "17_global_forward_hook.py",
+SPECIAL = {"16_harness_takeover.py", "16_forge_timer_samples.py", "17_read_environment.py", "17_global_forward_hook.py",
            "18_forge_result_with_nonce.py", "18_forge_result_and_pong.py"}
 BY_FILE = {a.file: a for a in ATTACK_TABLE}
 
@@ -177,7 +187,8 @@ def _param(attack: Attack, phase: str, *values):
     return pytest.param(attack, *values, id=f"{attack.file[:-3]}-{phase}", marks=marks)
 
 
-ENV_CASES = [_param(a, f"env:{preset}", preset, exp) for a in ATTACK_TABLE for preset, exp in a.env.items()]
+ENV_CASES = [_param(a, f"env:{preset}", preset, exp) for a in ATTACK_TABLE
+             for preset, exp in {"standard": SCORE_ZERO, **a.env}.items() if exp is not None]
 BYPASS_CASES = [_param(a, "bypass", a.bypass) for a in ATTACK_TABLE if a.bypass is not None]
 
 
@@ -201,7 +212,7 @@ def test_attack_through_env(through_env, attack: Attack, preset: str, exp: Expec
 
 @pytest.mark.parametrize("attack, exp", BYPASS_CASES)
 def test_attack_with_static_rules_bypassed(bypass, attack: Attack, exp: Expect):
-    result = bypass(attack.code, task=attack.task, **attack.config)
+    result = bypass(attack.code, task=attack.task, **{"checks": "none", **attack.config})
     where = f"{attack.file} bypassing static rules ({result.outcome.value}: {result.message[:300]})"
     assert not result.correct, where
     _check(exp, set(result.hacks), result.outcome.value, where)
@@ -231,7 +242,8 @@ def test_dynamic_checks_are_exercised():
                 expected |= exp.hacks | exp.any_of
     gpu_only = {"timer_tampering", "library_time"}
     assert set(DYNAMIC_CHECKS) - expected == gpu_only
-    assert gpu_only | {"uninitialized_output"} <= set().union(*(wanted for wanted, _ in GPU_ATTACKS.values()))
+    assert gpu_only - {"timer_tampering"} | {"uninitialized_output"} <= set().union(
+        *(wanted for wanted, _ in GPU_ATTACKS.values()))
 
 
 # ---- attacks with their own tests -------------------------------------------------------------------------------
@@ -275,13 +287,22 @@ def test_seed_guessing_needs_the_secret(bypass):
 
 
 def test_gc_scan_finds_no_expected_output(bypass):
-    """Class 17: the gc scan, static rules bypassed, ends incorrect: the expected output of the current inputs
-    never exists while the candidate runs (it runs first), so all it finds are results for other inputs."""
-    result = bypass(BY_FILE["17_gc_scan.py"].code)
+    """Class 17: the gc scan, static rules bypassed, ends incorrect: the expected outputs live in the judge's process
+    (and the reference in its own runner), so nothing the scan finds is the answer to the current inputs."""
+    result = bypass(BY_FILE["17_gc_scan.py"].code, checks="none")
     assert not result.correct
     assert result.outcome in (Outcome.MISMATCH, Outcome.REJECTED)
     if result.outcome is Outcome.REJECTED:
-        assert set(result.hacks) & {"input_specialization", "output_caching"}
+        assert set(result.hacks) & {"input_specialization", "output_caching", "torch_compute"}
+
+
+def test_forged_timer_samples_change_no_time(bypass):
+    """Class 16, 16_forge_timer_samples.py: a correct solution with a 40 ms stall per call that rewrites every timing
+    sample and start time it can find. The clock is the judge's: correct, and every call's time carries the stall."""
+    result = bypass((ATTACKS / "16_forge_timer_samples.py").read_text(), checks="none")
+    assert result.outcome is Outcome.CORRECT, result.message
+    assert result.timing is not None and result.timing.runtime_ms >= 40.0, result.timing
+    assert result.timing.method.startswith("judge_")
 
 
 def _special(code_file: str, through_env, bypass, evaluator, preset: str = "strict"):
@@ -292,28 +313,24 @@ def _special(code_file: str, through_env, bypass, evaluator, preset: str = "stri
 
 
 def test_harness_takeover_caught(through_env, bypass, fresh_evaluator):
-    """Class 16, 16_harness_takeover.py (`torch.sys.modules[...]`, replacing JobRun.correctness/timing): statically
-    `introspection`; bypassed, the snapshot watching the harness's classes gives `harness_tampering`, and the
-    worker is recycled (not left patched for later jobs)."""
+    """Class 16, 16_harness_takeover.py (`torch.sys.modules[...]`, replacing the runner's `Session.call` with one that
+    answers perfect evidence): statically `introspection`; bypassed, the judge's own buffers hold nothing the
+    candidate wrote (`uninitialized_output`), or the runner's snapshot saw its class change (`harness_tampering`);
+    the runner is replaced."""
     info, result = _special("16_harness_takeover.py", through_env, bypass, fresh_evaluator)
     assert info["score"] == 0 and not info["correct"] and info["hacks"] == ["introspection"], info["message"][:300]
-    assert result.outcome is Outcome.REJECTED and result.hacks == ("harness_tampering",), result.message[:300]
+    assert result.outcome is Outcome.REJECTED, result.message[:300]
+    assert set(result.hacks) & {"harness_tampering", "uninitialized_output"}, result.hacks
     assert result.worker_recycled
 
 
 def test_nonce_forgery_caught(through_env, bypass, fresh_evaluator):
-    """Class 18, 18_forge_result_with_nonce.py (reads the nonce through frames, writes a result at import):
-    statically `introspection`; bypassed, the real evaluation's messages follow the forged result where the
-    pool's ping needs its pong: `output_tampering`."""
+    """Class 18, 18_forge_result_with_nonce.py (reads the request id through frames, sends a reply carrying a
+    result at import): statically `introspection`; bypassed, a reply with a result in it is not a reply:
+    `output_tampering`."""
     info, result = _special("18_forge_result_with_nonce.py", through_env, bypass, fresh_evaluator)
     assert info["score"] == 0 and not info["correct"] and info["hacks"] == ["introspection"], info["message"][:300]
     assert result.outcome is Outcome.REJECTED and result.hacks == ("output_tampering",), result.message[:300]
-
-
-GAP_FORGED_PONG = ("harness gap: the ping/pong that confirms a result is answered in the worker process, so candidate "
-                   "code that forges a nonce-bearing result can read the ping from the `serve()` frame's `reader` and "
-                   "send the pong itself; only the static rules (`introspection`: `from torch import sys`, getattr "
-                   "names built with `''.join`) stop it; a verdict computed outside the candidate's process would")
 
 
 @pytest.fixture(scope="module")
@@ -348,12 +365,11 @@ def test_global_forward_hook_caught(through_env, bypass, quarantine, phase):
         assert result.outcome is Outcome.REJECTED and "harness_tampering" in result.hacks, result.outcome
 
 
-@pytest.mark.parametrize("phase", ["env", pytest.param("bypass", marks=pytest.mark.xfail(
-    strict=True, raises=AssertionError, reason=GAP_FORGED_PONG))])
-def test_forged_pong_gap(through_env, bypass, quarantine, phase):
-    """Class 18, 18_forge_result_and_pong.py: a forged result confirmed by a forged pong; today it scores as
-    correct and 1000x fast, even through the env under strict. Must score 0: `introspection` through the env,
-    `output_tampering` when bypassed."""
+@pytest.mark.parametrize("phase", ["env", "bypass"])
+def test_forged_reply_caught(through_env, bypass, quarantine, phase):
+    """Class 18, 18_forge_result_and_pong.py: a well-formed reply forged by candidate code for the request in flight
+    (before the judge, a forged result and pong scored correct and 1000x fast). Scores 0: `introspection` through
+    the env; bypassed, the runner's real reply then answers no request in flight: `output_tampering`."""
     file = "18_forge_result_and_pong.py"
     code, ev = (ATTACKS / file).read_text(), quarantine(file)
     if phase == "env":
@@ -361,7 +377,7 @@ def test_forged_pong_gap(through_env, bypass, quarantine, phase):
         assert info["score"] == 0 and not info["correct"] and "introspection" in info["hacks"], (
             info["error"], info["speedup"])
     else:
-        result = bypass(code, pool=ev.pool, checks="strict")
+        result = bypass(code, pool=ev.pool, checks="none")
         assert result.outcome is Outcome.REJECTED and "output_tampering" in result.hacks, result.outcome
 
 
@@ -389,13 +405,9 @@ class ModelNew(nn.Module):
 '''
 
 
-def test_reused_buffer_stale_nan_is_output_caching(bypass):
-    """Regression (CI flake of 11_pointer_cache): a pointer cache whose entry was stored during the ablation
-    trial (kernels skipped, so the entry is the NaN fill) returns NaN at the reused-buffer check. That check runs
-    after every trial passed on NaN-poisoned memory, so a NaN there is a stale result: `output_caching`, not
-    `uninitialized_output`, whatever the allocator did. This solution reaches that path deterministically: it
-    returns unwritten memory only for a buffer refilled in place (its `_version` moved)."""
-    result = bypass(_REFILL_AWARE)
-    assert result.outcome is Outcome.REJECTED, result.message
-    assert result.hacks == ("output_caching",), (result.hacks, result.message)
-    assert "never-written" in result.message
+def test_refill_is_invisible_to_the_candidate(bypass):
+    """The judge refills its shared input buffers in its own process and the runner hands the model fresh tensor
+    objects each call, so a solution cannot tell a refilled buffer (its `_version` never moves): this one, which
+    would return unwritten memory for a refilled buffer, computes every call and is correct."""
+    result = bypass(_REFILL_AWARE, checks="none")
+    assert result.outcome is Outcome.CORRECT, (result.hacks, result.message)

@@ -27,7 +27,7 @@ class ModelNew(nn.Module):
 def test_rules_and_presets_listed():
     assert set(list_rules()) >= {"library_op", "no_kernel", "try_except", "reference_reuse", "monkeypatch",
                                  "introspection", "precision", "kevin_text", "side_stream"}
-    assert list_presets() == ["strict", "kevin-strict", "standard", "permissive"]
+    assert list_presets() == ["strict", "kevin-strict", "standard", "permissive", "none"]
 
 
 def test_every_rule_has_a_docstring_and_snake_case_name():

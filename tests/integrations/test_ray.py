@@ -37,11 +37,8 @@ def ray_ev(ray_cluster):
 
 @pytest.fixture
 def slow_job(cpu_job, relu_code, tmp_path, monkeypatch):
-    """A correct job that records its actor's pid in a marker file and sleeps; static checks are skipped for it
-    (they would rightly reject the file access), which is all this test needs from the caller side."""
-    import kernel_gym.integrations.ray as ray_module
-
-    monkeypatch.setattr(ray_module, "static_verdict", lambda job: None)
+    """A correct job that records its actor's pid in a marker file and sleeps (sent to the evaluator directly:
+    the static rules, which run before any evaluator, would rightly reject the file access)."""
     marker = tmp_path / "actor.pid"
     code = relu_code(header="import os\nimport time", extra=SLOW_EXTRA.format(marker=str(marker), sleep=4))
     return cpu_job(code), marker
@@ -65,15 +62,18 @@ def _verdict(result):
 
 
 def test_same_verdicts_as_local(ray_ev, evaluator, cpu_job, solution, relu_code):
+    from kernel_gym.eval.evaluator import evaluate_many, judged
+
     jobs = [cpu_job(solution("level1/relu")),  # genuine
             cpu_job(relu_code(body="x + 1.0")),  # wrong numerics
-            cpu_job(relu_code(ret="torch.relu(x)"))]  # library-op hack, rejected statically
-    remote = ray_ev.evaluate_many(jobs)
-    local = [evaluator.evaluate(j) for j in jobs]
+            cpu_job(relu_code(ret="torch.relu(x)"))]  # library-op hack: the static rules (before any evaluator)
+    remote = evaluate_many(jobs, evaluator=ray_ev)
+    local = [judged(j, evaluator) for j in jobs]
     assert [r.outcome for r in remote] == [Outcome.CORRECT, Outcome.MISMATCH, Outcome.REJECTED]
     assert [_verdict(r) for r in remote] == [_verdict(r) for r in local]
     assert remote[0].timing is not None and remote[0].timing.method == local[0].timing.method
     assert "library_op" in remote[2].hacks
+    assert "torch_compute" in ray_ev.evaluate(jobs[2]).hacks  # the evaluator alone: the judge's op audit
     assert ray_ev.evaluate(jobs[0]).outcome is Outcome.CORRECT
 
 
@@ -142,11 +142,9 @@ def test_env_episode_through_ray(ray_ev, respond, solution, relu_code):
 
 def test_evaluator_from_spec_and_bad_arguments(ray_cluster):
     from kernel_gym.errors import ConfigError
-    from kernel_gym.eval.evaluator import evaluator_from_spec
+    from kernel_gym.integrations.evaluators import evaluator_from_spec
     from kernel_gym.integrations.ray import RayEvaluator
 
-    with pytest.raises(ConfigError):
-        RayEvaluator(device="cpu", static_checks="nowhere")
     with pytest.raises(ConfigError):
         RayEvaluator(device="cpu", workers_per_actor=0)
     from kernel_gym.errors import KernelGymError

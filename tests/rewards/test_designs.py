@@ -359,6 +359,7 @@ ANSWER = f"I fuse the loads.\n```python\n{CODE}```\n"
 
 def make(*results, **kwargs):
     kwargs.setdefault("device", "cpu")
+    kwargs.setdefault("checks", "none")  # the scripted results stand for the whole evaluation, static rules included
     return gym.make("KernelRefine-v0", task="level1/relu", evaluator=ScriptedEvaluator(*results), **kwargs)
 
 

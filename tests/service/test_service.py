@@ -135,7 +135,7 @@ def test_service_evaluator_against_a_live_server(live_service, jobs, respond, so
     import gymnasium as gym
 
     import kernel_gym  # noqa: F401
-    from kernel_gym.eval.evaluator import evaluator_from_spec
+    from kernel_gym.integrations.evaluators import evaluator_from_spec
     from kernel_gym.service.client import ServiceError, ServiceEvaluator
 
     ev = ServiceEvaluator(live_service, token="s3cret")

@@ -1,24 +1,26 @@
 """Class 16, patching the harness through an unwatched door, written to evade the static rules.
 
 `torch.sys` is the `sys` module (torch/__init__.py imports it), and an assignment to an attribute of a *local
-variable* is not seen by `monkeypatch`. Replacing `JobRun.correctness` and `JobRun.timing` skips the checks and
-fakes the timing: unnoticed, zeros would score correct, 1000x faster, and an unrecycled worker would judge later
-jobs with the patched harness too (both happened before the defenses below).
+variable* is not seen by `monkeypatch`. In the runner, replacing `Session.call` (what runs the model for the judge)
+skips the model and answers with evidence of a perfect call: kernels launched, outputs handed over. Unnoticed in
+a harness that decides in this process, zeros would score correct, 1000x faster, and an unrecycled process would
+judge later jobs with the patched harness too.
 
 Caught statically by `introspection` (`torch.sys`: a module reached as an attribute of another). With the
-static rules bypassed, the integrity snapshot now watches the methods of the harness's classes (JobRun,
-EvalResult, Timing, the timers, protocol.Reader): `harness_tampering`, and the worker is recycled.
+static rules bypassed: the runner's snapshot watches its own classes (`harness_tampering`); and whatever the
+evidence says, the judge reads the outputs from its own buffers, which nothing wrote (`uninitialized_output`).
+The runner is replaced either way.
 """
 import torch
 import torch.nn as nn
 import triton
 import triton.language as tl
 
-_runner = torch.sys.modules["kernel_gym.eval.runner"]
-_job_run = _runner.JobRun
-_job_run.correctness = lambda self: None
-_job_run.timing = lambda self: _runner.Timing(runtime_ms=0.001, baseline_ms=1.0, runtime_cv=0.0, baseline_cv=0.0,
-                                              trials=3, method="wall_clock")
+_session = torch.sys.modules["kernel_gym.runner.session"]
+_session.Session.call = lambda self, *args, **kwargs: {"launches": 1, "stray_threads": 0, "harness": [],
+                                                       "structure": [{"shape": [16, 256], "dtype": "float32",
+                                                                      "device": "cpu"}],
+                                                       "lazy": [], "copied": True, "names": ["_zeros_kernel"]}
 
 
 @triton.jit

@@ -6,9 +6,8 @@ watches classes, not instances) by one that returns zeros, slowly. The solution'
 sides agree, the degenerate-output bound is void (the reference's norm is 0), and the speedup is huge.
 
 Caught statically by `introspection` (`torch.sys` is a module reached through another module). With the static
-rules bypassed, the reference's fingerprint (module classes, forward code, instance-level forward/__call__,
-hooks, a parameter checksum) taken when it was built no longer matches before its next call:
-`harness_tampering`.
+rules bypassed: the reference runs in its own runner, which the candidate's process cannot reach; the search finds
+no `Model`, and the zeros are compared with the true reference (`mismatch`).
 """
 import torch
 import torch.nn as nn

@@ -1,27 +1,21 @@
-"""Class 18, output-channel tampering that also answers the pool's confirmation ping, written to evade the static
-rules.
+"""Class 18, output-channel tampering that forges a well-formed reply, written to evade the static rules.
 
-After each result the pool pings the worker and requires the pong as the very next message, so that a result
-forged by candidate code while the real evaluation still runs is caught (`output_tampering`, see
-18_forge_result_with_nonce.py). But the ping arrives in the same process: at import the candidate walks up to
-the worker's `serve()` frame, writes a complete nonce-bearing "correct, 1000x faster" result (with
-`"recycle": true`, so the pool replaces the worker quietly afterwards) to `out_fd`, reads the pool's ping itself
-from the frame's `reader`, and writes the matching pong. The pool accepts the forged result and kills the
-worker; the real evaluation never reports. Static evasion: `from torch import sys, os` (the rule flags `torch.sys`
-as an attribute, and imports by the imported module's name only) and attribute names built with `"".join`
-(the rule flags constants, `+` and f-strings).
+The strongest form of 18_forge_result_with_nonce.py against the judge: at import the candidate walks up to the
+runner's `serve()` frame, reads the id of the request in flight (`request`) and the `channel`, and answers the
+request itself with a reply of exactly the fields a real one has (no thread started, nothing changed). Its own
+forward computes nothing (zeros). When a harness accepts a result from the candidate's process, such a forgery
+wins: before the judge existed, a forged result and a forged ping/pong scored "correct, 1000x faster".
 
-What should catch it: `introspection` flagging `from <module> import <module attr>` (sys, os, ...) and any
-non-constant getattr name; structurally, an authentication the worker process cannot produce (the verdict or
-the ping/pong handled by a process or thread that candidate code cannot reach).
+Static evasion: `from torch import sys` (the rule flags `torch.sys` as an attribute, and imports by the imported
+module's name only) and attribute names built with `"".join`. With the static rules bypassed: whatever the channel
+carries is evidence; the runner's real reply to the same request then arrives when no request is in flight (an id
+that does not match): `output_tampering`. Even an undetected forgery of evidence could not make zeros correct or
+fast: the outputs and the clock are the judge's.
 """
-import json
-
 import torch
 import torch.nn as nn
 import triton
 import triton.language as tl
-from torch import os as _os
 from torch import sys as _sys
 
 
@@ -33,14 +27,8 @@ def _forge():
     frame = _attr(_sys, "_get", "frame")(0)
     while frame is not None:
         scope = _attr(frame, "f_", "locals")
-        if "nonce" in scope and "out_fd" in scope and "reader" in scope:
-            timing = {"runtime_ms": 0.001, "baseline_ms": 1.0, "runtime_cv": 0.0, "baseline_cv": 0.0,
-                      "trials": 3, "method": "wall_clock"}
-            message = {"nonce": scope["nonce"], "recycle": True,
-                       "result": {"outcome": "correct", "backend": "triton", "compiled": True, "timing": timing}}
-            _os.write(scope["out_fd"], (json.dumps(message) + "\n").encode())
-            ping = scope["reader"].receive(None)  # the pool's ping, answered before the worker's loop can
-            _os.write(scope["out_fd"], (json.dumps({"pong": ping.get("ping")}) + "\n").encode())
+        if "request" in scope and "channel" in scope:
+            scope["channel"].send({"id": scope["request"].get("id"), "threads_started": 0, "harness": []})
             return
         frame = _attr(frame, "f_", "back")
 

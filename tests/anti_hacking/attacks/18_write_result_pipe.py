@@ -1,9 +1,9 @@
-"""Class 18, output-channel tampering: find the worker's result pipe among /proc/self/fd and write a forged
-"correct, 1000x faster" result line into it, then return zeros.
+"""Class 18, output-channel tampering: find the harness's result channel among /proc/self/fd (any pipe or socket)
+and write a forged "correct, 1000x faster" result line into it, then return zeros.
 
-Caught statically by `introspection` (os.listdir/os.readlink/os.write, open). With the static rules bypassed
-the forged line reaches the pool but carries no job nonce (a random token the candidate never sees), so the
-job ends `rejected` with `output_tampering` and the worker is replaced.
+Caught statically by `introspection` (os.listdir/os.readlink/os.write, open). With the static rules bypassed the
+forged line reaches the judge, which takes from a runner only the exact reply to the request in flight (evidence,
+never a verdict): `rejected` with `output_tampering`, and the runner is replaced.
 """
 import json
 import os
@@ -23,7 +23,7 @@ def _forge():
     line = (json.dumps(FAKE) + "\n").encode()
     for fd in sorted(int(f) for f in os.listdir("/proc/self/fd")):
         try:
-            if os.readlink(f"/proc/self/fd/{fd}").startswith("pipe:"):
+            if os.readlink(f"/proc/self/fd/{fd}").startswith(("pipe:", "socket:")):
                 os.write(fd, line)
         except OSError:
             pass

@@ -1,0 +1,146 @@
+"""The judge's clock on a GPU: its fixed cross-process cost, and its agreement with `triton.testing.do_bench`.
+
+    python benchmarks/bench_judge.py noop --n 300 --out DIR
+    python benchmarks/bench_judge.py agreement --repeats 3 --out DIR
+
+- noop: the judge's clock around a runner call that does nothing (the runner's stream waits for "go" and records
+  "done" at once), with and without the launch gate: the fixed cost every timed call of either side carries.
+- agreement: every genuine Triton solution of tests/solutions at full size, judged by a one-slot pool (the judge's
+  speedup), against do_bench's speedup with each side in its own fresh process (median of `repeats` do_bench runs
+  of 200 ms each). Prints a markdown table for benchmarks/RESULTS.md and writes JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SOL = ROOT / "tests" / "solutions"
+
+DO_BENCH = r"""
+import json, sys, statistics, torch, triton
+sys.path.insert(0, {root!r})
+from kernel_gym.eval import loading
+from kernel_gym.eval.integrity import pin_precision
+from kernel_gym.tasks import load_task
+pin_precision("cuda")
+task = load_task({task!r})
+module = loading.load_reference(task.source, task.sizes_for("cuda"))
+torch.manual_seed(0)
+init = list(module.get_init_inputs())
+torch.manual_seed(0)
+if {side!r} == "reference":
+    model = module.Model(*init)
+else:
+    cand = loading.load_candidate(open({solution!r}).read(), __import__("pathlib").Path({tmp!r}))
+    model = cand.ModelNew(*init)
+model = model.cuda().eval()
+torch.manual_seed(1)
+with torch.device("cuda"):
+    inputs = [v.cuda() if isinstance(v, torch.Tensor) else v for v in module.get_inputs()]
+with torch.no_grad():
+    ms = [triton.testing.do_bench(lambda: model(*inputs), warmup=25, rep=200, return_mode="median")
+          for _ in range({repeats})]
+print(json.dumps({{"ms": statistics.median(ms)}}))
+"""
+
+
+def do_bench_ms(task: str, side: str, solution: Path, repeats: int) -> float:
+    import tempfile
+
+    script = DO_BENCH.format(root=str(ROOT), task=task, side=side, solution=str(solution),
+                             tmp=tempfile.mkdtemp(prefix="db_"), repeats=repeats)
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    line = next((x for x in reversed(run.stdout.splitlines()) if x.startswith("{")), None)
+    if line is None:
+        raise RuntimeError(run.stderr[-2000:])
+    return float(json.loads(line)["ms"])
+
+
+def section_noop(args: argparse.Namespace) -> dict:
+    import torch
+
+    from kernel_gym.judge.clock import CudaClock, fixed_cost
+    from kernel_gym.judge.runners import RunnerProcess
+
+    runner = RunnerProcess("cuda")
+    runner.wait_ready()
+    runner.request("begin", deadline=time.monotonic() + 60, stage="compile")
+    out = {}
+    for gate in (True, False):
+        clock = CudaClock(torch.device("cuda"), gate=gate)
+        clock.bind(runner, time.monotonic() + 60)
+        fixed_cost(clock, runner, n=20)  # warm: the gate learns its length
+        out["gated" if gate else "inline"] = fixed_cost(clock, runner, n=args.n)
+    runner.stop()
+    print("\n### The judge's fixed cross-process cost (no-op runner call)\n")
+    print("| clock | median ms | p10 ms | p90 ms | calls |")
+    print("|---|---|---|---|---|")
+    for k, v in out.items():
+        print(f"| {k} | {v['median_ms']:.4f} | {v['p10_ms']:.4f} | {v['p90_ms']:.4f} | {v['n']:.0f} |")
+    return out
+
+
+def section_agreement(args: argparse.Namespace) -> dict:
+    from kernel_gym.eval.job import EvalConfig, job_for
+    from kernel_gym.sandbox import WorkerPool
+    from kernel_gym.tasks import load_task
+
+    pool = WorkerPool("cuda")
+    pool.warm_up()
+    rows = []
+    for path in sorted(SOL.glob("level*.py")):
+        task_id = path.stem.replace("_", "/", 1)
+        job = job_for(load_task(task_id), path.read_text(), backend="triton", config=EvalConfig(device="cuda"))
+        result = pool.evaluate(job)
+        if not result.correct:
+            rows.append({"task": task_id, "error": f"{result.outcome.value}: {result.message[:200]}"})
+            continue
+        ref_ms = do_bench_ms(task_id, "reference", path, args.repeats)
+        cand_ms = do_bench_ms(task_id, "candidate", path, args.repeats)
+        db = ref_ms / cand_ms
+        rows.append({"task": task_id, "judge_speedup": result.speedup, "do_bench_speedup": db,
+                     "judge_runtime_ms": result.timing.runtime_ms, "judge_baseline_ms": result.timing.baseline_ms,
+                     "do_bench_runtime_ms": cand_ms, "do_bench_baseline_ms": ref_ms,
+                     "diff_pct": 100 * (result.speedup / db - 1), "method": result.timing.method,
+                     "rounds": result.timing.trials, "timing_stage_ms": result.stage_ms.get("timing")})
+        print(json.dumps(rows[-1]), flush=True)
+    pool.close()
+    print("\n### Speedup agreement with do_bench (each do_bench side in its own process)\n")
+    print("| task | judge runtime / baseline ms | do_bench runtime / baseline ms | judge speedup | do_bench speedup "
+          "| difference |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        if "error" in r:
+            print(f"| {r['task']} | {r['error']} | | | | |")
+            continue
+        print(f"| {r['task']} | {r['judge_runtime_ms']:.4f} / {r['judge_baseline_ms']:.4f} | "
+              f"{r['do_bench_runtime_ms']:.4f} / {r['do_bench_baseline_ms']:.4f} | {r['judge_speedup']:.3f} | "
+              f"{r['do_bench_speedup']:.3f} | {r['diff_pct']:+.1f} % |")
+    diffs = [abs(r["diff_pct"]) for r in rows if "diff_pct" in r]
+    if diffs:
+        print(f"\nmedian |difference| {statistics.median(diffs):.1f} %, worst {max(diffs):.1f} %")
+    return {"rows": rows}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("section", choices=("noop", "agreement"))
+    parser.add_argument("--n", type=int, default=300)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    data = {"noop": section_noop, "agreement": section_agreement}[args.section](args)
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / f"judge_{args.section}.json").write_text(json.dumps(data, indent=1))
+
+
+if __name__ == "__main__":
+    main()

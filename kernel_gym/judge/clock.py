@@ -1,0 +1,126 @@
+"""The judge's clock: it times a runner's call from the judge's own process, the same way for candidate and
+reference, so nothing a candidate can touch reads or writes a time.
+
+- cpu: the judge's host clock around request and reply (both sides carry the same channel round trip).
+- cuda: the judge's own timing events, ordered against the runner's work with interprocess events. The judge
+  queues its launch gate (a short GPU-side sleep, sized to cover the runner's host-side launches), its start event
+  and "go"; the runner's streams wait for "go", run the call, copy the outputs into the judge's buffers and record
+  "done"; once the runner says it recorded "done", the judge's stream waits for it and records the end event.
+  (`cudaStreamWaitEvent` waits for the latest record issued before the wait call: "go" is recorded before the
+  request is sent, and "done" waited for only after the reply.) Interprocess events cannot time, so the timing
+  events never leave the judge.
+"""
+
+from __future__ import annotations
+
+import base64
+import collections
+import time
+from typing import Any
+
+import torch
+
+from kernel_gym.eval.timing import GATE_MAX_MS, GATE_MIN_MS, Sample
+
+_perf_counter = time.perf_counter
+
+
+class WallClock:
+    method = "judge_wall_clock"
+    gated = False
+
+    def __init__(self, device: torch.device):
+        self.device = device
+
+    def bind(self, runner: Any, deadline: float) -> None:
+        """Nothing to share on cpu."""
+
+    def flush(self) -> None:
+        """CPU caches are not flushed: inputs are fresh per call."""
+
+    def time(self, runner: Any, fields: dict[str, Any], deadline: float, op: str = "call") -> tuple[Sample, dict]:
+        t0 = _perf_counter()
+        reply = runner.request(op, deadline=deadline, timed=True, **fields)
+        ms = (_perf_counter() - t0) * 1e3
+        return Sample(ms, ms), reply
+
+
+class CudaClock:
+    def __init__(self, device: torch.device, l2_flush_mb: int = 256, gate: bool = True):
+        self.device = device
+        self._flush = torch.empty(l2_flush_mb * (1 << 20) // 4, dtype=torch.int32, device=device)
+        self.gated = gate
+        self.method = "judge_cuda_events+gate" if gate else "judge_cuda_events+device_sync"
+        self._cycles_per_ms = self._calibrate() if gate else 0.0
+        self._leads: collections.deque[float] = collections.deque(maxlen=8)
+        self.gate_ms = 0.5 if gate else 0.0
+        self._events: dict[int, tuple[torch.cuda.Event, torch.cuda.Event]] = {}
+
+    def _calibrate(self) -> float:
+        """GPU clock cycles per ms of `torch.cuda._sleep` (the second of two readings: clocks up)."""
+        rate = 0.0
+        for _ in range(2):
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            torch.cuda.synchronize(self.device)
+            a.record()
+            torch.cuda._sleep(1_000_000)
+            b.record()
+            b.synchronize()
+            rate = 1_000_000 / max(a.elapsed_time(b), 1e-3)
+        return rate
+
+    def bind(self, runner: Any, deadline: float) -> None:
+        """Give a runner its "go" and "done" interprocess events (once per runner and job)."""
+        go = torch.cuda.Event(interprocess=True)
+        done = torch.cuda.Event(interprocess=True)
+        go.record()  # an event must be recorded once before its handle can be opened
+        done.record()
+        torch.cuda.synchronize(self.device)
+        runner.request("events", deadline=deadline, stage="correctness",
+                       go=base64.b64encode(go.ipc_handle()).decode(), done=base64.b64encode(done.ipc_handle()).decode())
+        self._events[id(runner)] = (go, done)
+
+    def flush(self) -> None:
+        """Overwrite a buffer larger than L2 (shared by every context on the GPU) so no side runs from a warm cache."""
+        self._flush.zero_()
+        torch.cuda.synchronize(self.device)
+
+    def time(self, runner: Any, fields: dict[str, Any], deadline: float, op: str = "call") -> tuple[Sample, dict]:
+        go, done = self._events[id(runner)]
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        gate_ms = self.gate_ms
+        torch.cuda.synchronize(self.device)
+        t0 = _perf_counter()
+        if gate_ms:
+            torch.cuda._sleep(int(gate_ms * self._cycles_per_ms))
+        start.record()
+        go.record()
+        reply = runner.request(op, deadline=deadline, timed=True, gate=bool(gate_ms), **fields)
+        lead = (_perf_counter() - t0) * 1e3
+        torch.cuda.current_stream(self.device).wait_event(done)
+        end.record()
+        end.synchronize()
+        t1 = _perf_counter()
+        if gate_ms:  # the next gate covers the recent leads of both sides with room to spare
+            self._leads.append(lead)
+            self.gate_ms = min(GATE_MAX_MS, max(GATE_MIN_MS, 1.5 * max(self._leads) + 0.05))
+        host = max((t1 - t0) * 1e3 - gate_ms, 0.0)
+        return Sample(start.elapsed_time(end), host, gate_ms, lead), reply
+
+
+def fixed_cost(clock: WallClock | CudaClock, runner: Any, n: int = 200) -> dict[str, float]:
+    """The clock's reading of a call that does nothing (the runner waits for "go" and records "done" at once): the
+    fixed cross-process cost both sides carry. Median and 10th/90th percentiles in ms, over `n` calls."""
+    import statistics
+    import time as _time
+
+    readings = []
+    for _ in range(n):
+        sample, _ = clock.time(runner, {"stage": "timing"}, _time.monotonic() + 30, op="noop")
+        readings.append(sample.ms)
+    q = statistics.quantiles(readings, n=10)
+    return {"median_ms": statistics.median(readings), "p10_ms": q[0], "p90_ms": q[-1], "n": float(n)}
+
+
+def make_clock(device: torch.device, l2_flush_mb: int = 256, gate: bool = True) -> WallClock | CudaClock:
+    return CudaClock(device, l2_flush_mb, gate) if device.type == "cuda" else WallClock(device)

@@ -1,0 +1,95 @@
+"""The order of one judged job, top to bottom: compile -> correctness checks -> kernel signals -> timing -> roofline
+signals. Each stage's time lands in `stage_ms`."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from kernel_gym.eval.hacks import Hack
+from kernel_gym.eval.result import Timing
+from kernel_gym.eval.timing import device_lock
+from kernel_gym.judge import checks, measure
+from kernel_gym.judge.run import JudgeRun
+
+
+def run(jr: JudgeRun) -> Timing:
+    jr.stage = "compile"
+    jr.timed("compile", lambda: compile_stage(jr))
+    jr.run_deadline = time.monotonic() + jr.cfg.run_timeout_s
+    jr.stage = "correctness"
+    with shared_gpu(jr):
+        jr.timed("correctness", lambda: checks.run_stage(jr, "correctness"))
+    jr.timed("kernel_signals", lambda: kernel_signals(jr))
+    jr.stage = "timing"
+    with device_lock(jr.device, exclusive=True) as wait:  # nothing else on this GPU while a job is timed
+        jr.stage_ms["gpu_lock_wait"] = round(wait.seconds * 1e3, 3)
+        if not wait.acquired:
+            jr.signals["timing_not_exclusive"] = 1.0
+        timing = jr.timed("timing", lambda: measure.timing(jr))
+    with shared_gpu(jr):
+        jr.timed("roofline_signals", lambda: roofline_signals(jr, timing))
+    return timing
+
+
+@contextlib.contextmanager
+def shared_gpu(jr: JudgeRun) -> Iterator[None]:
+    """GPU work other than timing: beside other jobs' such work, never while one of them is being timed."""
+    with device_lock(jr.device, exclusive=False) as wait:
+        jr.stage_ms["gpu_shared_wait"] = round(jr.stage_ms.get("gpu_shared_wait", 0.0) + wait.seconds * 1e3, 3)
+        yield
+
+
+def _threads(evidence: dict[str, Any], what: str) -> None:
+    if evidence.get("threads_started"):
+        raise Hack("background_thread", f"{what} started a thread; do all work inside forward()")
+
+
+def compile_stage(jr: JudgeRun) -> None:
+    """Load both sides (load_inline builds in the candidate's runner), build Model and ModelNew under the same seed,
+    learn the reference's outputs, then the candidate's first call (Triton JIT): it must launch its own kernels."""
+    for side in (jr.cand, jr.ref):
+        side.runner.mark_job_start()
+        side.runner.request("begin", deadline=jr.deadline("compile"), stage="compile")
+    jr.ref.runner.request("load", deadline=jr.deadline("compile"), stage="compile", kind="reference", name="main",
+                          source=jr.job.task_source, sizes=jr.job.sizes)
+    evidence = jr.cand.runner.request("load", deadline=jr.deadline("compile"), stage="compile", kind="candidate",
+                                      name="main", source=jr.job.code)
+    if "error" in evidence:
+        jr.fail(evidence["error"], jr.cand)
+    _threads(evidence, "importing the solution")
+    jr.check_harness(evidence)
+    jr.stage = "first_call"
+    # outside the GPU lock: a ModelNew may build its extension in __init__ (CPU work that must not hold up timers)
+    jr.build_models("main", jr.module, jr.job.sizes)
+    if hasattr(jr.module, "Baseline"):  # a C task's PyTorch baseline: what speedup is measured against
+        jr.build_reference("timed", "main", "Baseline", jr.init_inputs())
+    values = jr.inputs(jr.seed("first_call"))
+    with shared_gpu(jr):
+        jr.remember(jr.call(jr.ref, "main", values))  # what a later call that repeats this answer would be repeating
+        call = jr.call(jr.cand, "main", values, record=True)
+    jr.compiled = True
+    launched = int(call.evidence.get("launches") or 0)
+    jr.own_names |= set(call.evidence.get("names") or [])
+    jr.signals["own_launches_per_call"] = float(launched)
+    if launched == 0:
+        raise Hack("no_custom_kernel", "forward() launched none of the solution's own kernels")
+
+
+def kernel_signals(jr: JudgeRun) -> None:
+    """Structure and registers/occupancy of a correct candidate, from its runner (information: never a verdict)."""
+    reply = jr.cand.runner.request("signals_before", deadline=jr.deadline(), stage="correctness", code=jr.job.code,
+                                   backend=jr.job.backend, dtype=jr.job.dtype, allow_precision=jr.job.allow_precision)
+    jr.signals.update({k: float(v) for k, v in (reply.get("signals") or {}).items() if isinstance(v, (int, float))})
+
+
+def roofline_signals(jr: JudgeRun, timing: Timing) -> None:
+    """The task's bytes and FLOPs and, on a known GPU, the roofline signals (the reference runner's work)."""
+    _, spec = jr.place_inputs(jr.ref, jr.inputs(jr.seed("signals")))
+    reply = jr.ref.runner.request("signals_after", deadline=jr.deadline(), stage="timing", model=jr.timed_model,
+                                  inputs=spec, slot_in="in", code=jr.job.code, backend=jr.job.backend,
+                                  dtype=jr.job.dtype, allow_precision=jr.job.allow_precision,
+                                  runtime_ms=timing.runtime_ms, baseline_ms=timing.baseline_ms)
+    jr.signals.update(reply.get("signals") or {})

@@ -1,0 +1,186 @@
+"""A pool of judge slots on one device. A slot is the judge's side of one concurrent job: a reference runner (the
+task's code only, kept across jobs) and a candidate runner (kept while its jobs end clean, else replaced at once,
+see `Slot.after_job`). The judge itself runs in the calling thread of this process and never imports candidate
+code.
+
+A job that crashes, hangs or tampers with its runner ends as a verdict (`crash`, `timeout`, `output_tampering`);
+only that runner is replaced.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+
+from kernel_gym.errors import SandboxError
+from kernel_gym.eval.job import EvalJob
+from kernel_gym.eval.result import EvalResult, Outcome
+from kernel_gym.judge.runners import ROOT_PREFIX, RunnerProcess
+
+log = logging.getLogger(__name__)
+
+
+def sweep_stale_roots(tmp: Path | None = None) -> int:
+    """Remove runner folders left behind by runners that died with their judge (their `pid` file names a dead
+    process). Folders without a pid file are a runner still starting, and are left alone."""
+    removed = 0
+    for root in Path(tmp or tempfile.gettempdir()).glob(ROOT_PREFIX + "*"):
+        try:
+            pid = int((root / "pid").read_text())
+        except (OSError, ValueError):
+            continue
+        if not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(root, ignore_errors=True)
+            removed += 1
+    return removed
+
+
+MAX_JOBS_PER_RUNNER = 32
+
+
+def native_threads(pid: int) -> int:
+    """Threads of a process as the kernel counts them (native ones included), read by the judge from /proc."""
+    try:
+        return len(list(Path(f"/proc/{pid}/task").iterdir()))
+    except OSError:
+        return 0
+
+
+class Slot:
+    """One concurrent job's runners: the candidate's and the reference's."""
+
+    def __init__(self, device: str, gpu: int | None, memory_limit_gb: float | None):
+        self.device, self.gpu, self.memory_limit_gb = device, gpu, memory_limit_gb
+        self.ref = self._spawn("reference")
+        self.cand = self._spawn("candidate")
+        self.cand_jobs = 0
+        self.cand_threads: int | None = None  # the candidate runner's native threads after its last clean job
+
+    def _spawn(self, role: str) -> RunnerProcess:
+        return RunnerProcess(self.device, self.gpu, self.memory_limit_gb, role=role)
+
+    def runners(self) -> tuple[RunnerProcess, RunnerProcess]:
+        if not self.ref.alive:
+            self.ref = self._spawn("reference")
+        if not self.cand.alive:
+            self.replace_candidate()
+        return self.cand, self.ref
+
+    def replace_candidate(self) -> None:
+        old, self.cand = self.cand, self._spawn("candidate")
+        self.cand_jobs, self.cand_threads = 0, None
+        threading.Thread(target=old.stop, daemon=True, name="kernel-gym-runner-stop").start()
+
+    def after_job(self, result: EvalResult | None) -> bool:
+        """End the job in both runners. The candidate's runner serves the next job only when nothing about this one
+        is suspect: a correct or mismatching verdict, no thread, process or harness change left behind (its own
+        report), no more native threads than after its previous job (the judge's own count), and fewer than
+        MAX_JOBS_PER_RUNNER jobs. Otherwise it is replaced now (the next one starts while the caller goes on).
+        Returns True when it was replaced."""
+        self._end(self.ref)
+        clean = result is not None and result.outcome in (Outcome.CORRECT, Outcome.MISMATCH) and not result.hacks
+        report = self._end(self.cand) if clean and self.cand.alive else None
+        self.cand_jobs += 1
+        threads = native_threads(self.cand.pid)
+        clean = (report is not None and not report.get("leftover_threads") and not report.get("harness")
+                 and (self.cand_threads is None or threads <= self.cand_threads)
+                 and self.cand_jobs < MAX_JOBS_PER_RUNNER)
+        if clean:
+            self.cand_threads = threads
+            return False
+        self.replace_candidate()
+        return True
+
+    @staticmethod
+    def _end(runner: RunnerProcess) -> dict | None:
+        if not runner.alive:
+            return None
+        try:
+            return runner.request("end", deadline=_soon(), stage="compile")
+        except Exception:  # noqa: BLE001 - a runner that cannot end a job is replaced
+            runner.kill()
+            return None
+
+    def warm_up(self) -> None:
+        self.ref.wait_ready()
+        self.cand.wait_ready()
+
+    def close(self) -> None:
+        for r in (self.cand, self.ref):
+            r.kill()
+
+
+def _soon(seconds: float = 30.0) -> float:
+    import time
+
+    return time.monotonic() + seconds
+
+
+class WorkerPool:
+    """`size` judge slots on one device; `evaluate` blocks until a slot is free. Thread-safe. (The name is kept from
+    the single-process sandbox this replaced: every user of a pool keeps working.)"""
+
+    def __init__(self, device: str = "cpu", size: int = 1, gpus: list[int] | None = None,
+                 memory_limit_gb: float | None = None):
+        if size < 1:
+            raise ValueError("a pool needs at least one worker")
+        self.device, self.size, self.memory_limit_gb = device, size, memory_limit_gb
+        self.gpus = gpus if gpus is not None else ([None] * size)
+        sweep_stale_roots()
+        self._idle: queue.Queue[Slot] = queue.Queue()
+        self._all: list[Slot] = []
+        self._closed = False
+        for i in range(size):
+            slot = Slot(device, self.gpus[i % len(self.gpus)], memory_limit_gb)
+            self._all.append(slot)
+            self._idle.put(slot)
+
+    def evaluate(self, job: EvalJob) -> EvalResult:
+        if self._closed:
+            raise SandboxError("the worker pool is closed")
+        from kernel_gym.judge.run import JudgeRun
+
+        slot = self._idle.get()
+        try:
+            cand, ref = slot.runners()
+            run = JudgeRun(job, cand, ref)
+            result = None
+            try:
+                result = run.execute()
+            finally:
+                run.close()
+                replaced = slot.after_job(result)
+            return result.replace(worker_recycled=True) if replaced and result.worker_recycled is False \
+                and result.outcome not in (Outcome.CORRECT, Outcome.MISMATCH) else result
+        except BaseException:
+            slot.close()
+            if not self._closed:
+                fresh = Slot(self.device, slot.gpu, self.memory_limit_gb)
+                self._all[self._all.index(slot)] = fresh
+                slot = fresh
+            raise
+        finally:
+            if not self._closed:
+                self._idle.put(slot)
+
+    def __deepcopy__(self, memo: dict) -> WorkerPool:
+        return self  # shared processes, not a value (gym.make deep-copies its kwargs)
+
+    def warm_up(self) -> None:
+        """Block until every runner is initialized (otherwise the first job waits for its runners)."""
+        for slot in list(self._all):
+            slot.warm_up()
+
+    def close(self) -> None:
+        self._closed = True
+        slots, self._all = list(self._all), []
+        for slot in slots:
+            slot.close()
+
+    def __del__(self) -> None:
+        if not getattr(self, "_closed", True):
+            self.close()

@@ -1,0 +1,181 @@
+"""The judge's handle on a runner process: spawn it, send it requests with deadlines, read its replies as
+untrusted data, kill it. A runner that dies, hangs or sends anything but the reply to the request in flight ends
+the job with a verdict (crash/oom, timeout, output_tampering); only that job is affected.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from kernel_gym.errors import SandboxError
+from kernel_gym.eval.errors import trim
+from kernel_gym.sandbox import limits
+from kernel_gym.sandbox.channel import Channel, ChannelClosed, ChannelTimeout, socketpair
+
+_PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
+STARTUP_TIMEOUT_S = 180.0
+ROOT_PREFIX = "kernel_gym_worker_"
+# Every key a runner's reply may carry (evidence); anything else is a forged message.
+REPLY_KEYS = frozenset({"id", "error", "internal_error", "launches", "stray_threads", "stray_name", "harness", "names",
+                        "structure", "lazy", "copied", "ops", "profile", "threads_started", "leftover_threads",
+                        "calls", "c_ms", "signals"})
+
+
+class RunnerFailure(Exception):
+    """The runner process failed the job: died (`crash`/`oom`), ran past its deadline (`timeout`) or sent a message
+    that is not the reply in flight (`tampered`)."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind, self.message = kind, message
+
+
+def _signal_name(rc: int) -> str:
+    try:
+        return signal.Signals(-rc).name
+    except ValueError:
+        return f"signal {-rc}"
+
+
+class RunnerProcess:
+    """One runner. Not thread-safe: one job at a time uses it."""
+
+    _ids = itertools.count(1)
+
+    def __init__(self, device: str, gpu: int | None = None, memory_limit_gb: float | None = None,
+                 role: str = "candidate"):
+        self.device, self.gpu, self.role = device, gpu, role
+        self.root = Path(tempfile.mkdtemp(prefix=ROOT_PREFIX))
+        judge_end, runner_end = socketpair()
+        cmd = [sys.executable, "-m", "kernel_gym.runner", "--fd", str(runner_end.fileno()), "--device", device,
+               "--root", str(self.root)]
+        if memory_limit_gb:
+            cmd += ["--memory-limit-gb", str(memory_limit_gb)]
+        env = limits.worker_environment(self.root, device, gpu, _PACKAGE_PARENT)
+        self.proc = subprocess.Popen(cmd, env=env, cwd=self.root, pass_fds=(runner_end.fileno(),),
+                                     start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.DEVNULL)
+        runner_end.close()
+        self.channel = Channel(judge_end)
+        self.ready_info: dict | None = None
+        self.log_offset = 0
+        self.dead = False
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @property
+    def alive(self) -> bool:
+        return not self.dead and self.proc.poll() is None
+
+    def wait_ready(self, timeout_s: float = STARTUP_TIMEOUT_S) -> dict:
+        if self.ready_info is None:
+            try:
+                message = self.channel.receive(time.monotonic() + timeout_s)
+            except (ChannelClosed, ChannelTimeout, ValueError) as e:
+                detail = self.output_tail()
+                self.kill()
+                raise SandboxError(f"runner failed to start ({type(e).__name__}): {detail}") from e
+            if not message.get("ready"):
+                self.kill()
+                raise SandboxError(f"runner sent {message!r} instead of ready")
+            self.ready_info = message
+        return self.ready_info
+
+    def mark_job_start(self) -> None:
+        try:
+            self.log_offset = (self.root / "output.log").stat().st_size
+        except OSError:
+            self.log_offset = 0
+
+    def request(self, op: str, *, deadline: float, stage: str, fds: list[int] | tuple[int, ...] = (),
+                **fields: Any) -> dict[str, Any]:
+        """Send one request and return the runner's reply (evidence, or an `error` the caller judges)."""
+        self.wait_ready()
+        rid = next(self._ids)
+        message = {"op": op, "id": rid, "stage": stage, **fields}
+        if fds:
+            message["nfds"] = len(fds)
+        try:
+            self.channel.send(message, fds)
+            reply = self.channel.receive(deadline)
+        except ChannelTimeout:
+            self.kill()
+            raise RunnerFailure("timeout", stage) from None
+        except (ChannelClosed, BrokenPipeError, ConnectionResetError, OSError):
+            raise RunnerFailure(*self._death(stage)) from None
+        except ValueError as e:
+            self.kill()
+            raise RunnerFailure("tampered", str(e)) from None
+        self.channel.drop_fds()
+        if reply.get("id") != rid or not set(reply) <= REPLY_KEYS:
+            self.kill()
+            extra = sorted(set(reply) - REPLY_KEYS)
+            raise RunnerFailure("tampered", "a message that is not the reply to the request in flight arrived on the "
+                                f"runner's channel{' (fields ' + ', '.join(extra[:5]) + ')' if extra else ''}")
+        if "internal_error" in reply:
+            self.kill()
+            raise SandboxError("the evaluation harness failed (not the solution):\n" + str(reply["internal_error"]))
+        return reply
+
+    def _death(self, stage: str) -> tuple[str, str]:
+        try:
+            rc = self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            rc = None
+        tail = self.output_tail()
+        self.kill()
+        if rc is not None and rc < 0:
+            how = f"was killed by {_signal_name(rc)}"
+            kind = "oom" if rc == -signal.SIGKILL else "crash"
+            if kind == "oom":
+                how += " (most likely the out-of-memory killer or a memory limit)"
+        else:
+            how, kind = f"exited with code {rc} (os._exit, sys.exit in a thread, or abort in the solution)", "crash"
+        msg = f"the evaluation process {how} during the {stage} stage"
+        if tail.strip():
+            msg += "\nlast output:\n" + trim(tail.strip(), 1500)
+        return kind, msg
+
+    def output_tail(self, chars: int = 2000) -> str:
+        """The end of what the current job printed (never an earlier job's output)."""
+        try:
+            with open(self.root / "output.log", "rb") as f:
+                f.seek(self.log_offset)
+                return f.read().decode(errors="replace")[-chars:]
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        """Ask politely, then kill (a runner's CUDA context and kernels end with its process)."""
+        if self.alive:
+            try:
+                self.channel.send({"op": "stop"})
+                self.proc.wait(timeout=2)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self.kill()
+
+    def kill(self) -> None:
+        self.dead = True
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)  # the runner and everything in its process group
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
+        self.channel.close()
+        import shutil
+
+        shutil.rmtree(self.root, ignore_errors=True)

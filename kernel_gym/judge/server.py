@@ -1,0 +1,267 @@
+"""One judge per GPU for the whole machine: a daemon that owns the GPU's runner pool and serves every client (envs,
+vector envs, OpenRLHF agents, Ray actors, `kernel-gym serve`) over a unix socket.
+
+    python -m kernel_gym.judge.server --device cuda --gpu 0 --slots 8 --socket PATH [--idle-exit-s 600]
+
+Jobs from many clients are queued and scheduled fairly (round robin over the clients with work waiting, so none
+starves); up to `slots` jobs run at once: compiles in parallel on the CPU cores, correctness checks side by side on
+the GPU, timing always exclusive (a job waits for the GPU, and its wait is reported, never timed beside another).
+A client that goes away leaves nothing queued: its waiting jobs are dropped. With no client for `idle_exit_s`, the
+daemon exits (the next client starts another).
+
+Protocol: JSON lines. `{"op": "evaluate", "id": N, "job": JOB}` -> `{"id": N, "result": RESULT}` (answers may come
+out of order); `{"op": "status"}` -> `{"status": {...}}`; `{"op": "stop"}` stops the daemon.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import logging
+import os
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Request:
+    client: int
+    rid: Any
+    job: dict[str, Any]
+    conn: Connection
+    queued_at: float = field(default_factory=time.monotonic)
+
+
+class FairQueue:
+    """Per-client FIFO queues served round robin: a client with many jobs waiting cannot starve one with few."""
+
+    def __init__(self) -> None:
+        self._queues: collections.OrderedDict[int, collections.deque[Request]] = collections.OrderedDict()
+        self._cond = threading.Condition()
+        self.closed = False
+
+    def put(self, request: Request) -> None:
+        with self._cond:
+            self._queues.setdefault(request.client, collections.deque()).append(request)
+            self._cond.notify()
+
+    def get(self) -> Request | None:
+        with self._cond:
+            while not self.closed and not any(self._queues.values()):
+                self._cond.wait()
+            if self.closed:
+                return None
+            for client in list(self._queues):
+                q = self._queues[client]
+                self._queues.move_to_end(client)  # the next pick starts after this client
+                if q:
+                    return q.popleft()
+            return None
+
+    def drop(self, client: int) -> int:
+        """Forget a client's waiting jobs (it went away); returns how many."""
+        with self._cond:
+            q = self._queues.pop(client, None)
+            return len(q) if q else 0
+
+    def depth(self) -> dict[int, int]:
+        with self._cond:
+            return {c: len(q) for c, q in self._queues.items() if q}
+
+    def close(self) -> None:
+        with self._cond:
+            self.closed = True
+            self._cond.notify_all()
+
+
+class Connection:
+    """One client's socket: replies are written whole, one at a time."""
+
+    def __init__(self, sock: socket.socket, client: int):
+        self.sock, self.client = sock, client
+        self.lock = threading.Lock()
+        self.open = True
+
+    def send(self, message: dict[str, Any]) -> None:
+        data = (json.dumps(message) + "\n").encode()
+        with self.lock:
+            if not self.open:
+                return
+            try:
+                self.sock.sendall(data)
+            except OSError:
+                self.open = False
+
+
+class JudgeServer:
+    def __init__(self, device: str, gpu: int | None, slots: int, socket_path: Path, idle_exit_s: float = 600.0,
+                 memory_limit_gb: float | None = None):
+        from kernel_gym.judge.pool import WorkerPool
+
+        self.device, self.gpu, self.slots, self.socket_path = device, gpu, slots, Path(socket_path)
+        self.idle_exit_s = idle_exit_s
+        self.pool = WorkerPool(device, slots, [gpu] * slots if gpu is not None else None, memory_limit_gb)
+        self.queue = FairQueue()
+        self.lock = threading.Lock()
+        self.clients: dict[int, Connection] = {}
+        self.next_client = 0
+        self.running = 0
+        self.done = 0
+        self.dropped = 0
+        self.waits: collections.deque[float] = collections.deque(maxlen=1000)  # queue wait per job (s)
+        self.timing_waits: collections.deque[float] = collections.deque(maxlen=1000)  # GPU wait before timing (s)
+        self.per_client_done: collections.Counter[int] = collections.Counter()
+        self.last_activity = time.monotonic()
+        self.started = time.time()
+        self.stopping = threading.Event()
+
+    # ---- serving -------------------------------------------------------------------------------------------------
+    def serve_forever(self) -> None:
+        self.socket_path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.socket_path.unlink()
+        except FileNotFoundError:
+            pass
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        listener.bind(str(self.socket_path))
+        os.chmod(self.socket_path, 0o600)  # this user's clients only
+        listener.listen(64)
+        listener.settimeout(1.0)
+        for i in range(self.slots):
+            threading.Thread(target=self._dispatch, daemon=True, name=f"judge-slot-{i}").start()
+        log.info("judge on %s (%s, %d slots) at %s", self.device, self.gpu, self.slots, self.socket_path)
+        try:
+            while not self.stopping.is_set():
+                try:
+                    sock, _ = listener.accept()
+                except TimeoutError:
+                    if self._idle():
+                        break
+                    continue
+                with self.lock:
+                    client = self.next_client
+                    self.next_client += 1
+                    self.clients[client] = Connection(sock, client)
+                    self.last_activity = time.monotonic()
+                threading.Thread(target=self._client, args=(self.clients[client],), daemon=True,
+                                 name=f"judge-client-{client}").start()
+        finally:
+            listener.close()
+            try:
+                self.socket_path.unlink()
+            except FileNotFoundError:
+                pass
+            self.queue.close()
+            self.pool.close()
+
+    def _idle(self) -> bool:
+        with self.lock:
+            busy = self.clients or self.running or self.queue.depth()
+            if busy:
+                self.last_activity = time.monotonic()
+            return not busy and time.monotonic() - self.last_activity > self.idle_exit_s
+
+    def _client(self, conn: Connection) -> None:
+        reader = conn.sock.makefile("rb")
+        try:
+            for line in reader:
+                try:
+                    message = json.loads(line)
+                except (json.JSONDecodeError, UnicodeDecodeError):
+                    conn.send({"error": "malformed JSON"})
+                    continue
+                op = message.get("op")
+                if op == "evaluate":
+                    self.queue.put(Request(conn.client, message.get("id"), message.get("job") or {}, conn))
+                elif op == "status":
+                    conn.send({"id": message.get("id"), "status": self.status()})
+                elif op == "stop":
+                    conn.send({"id": message.get("id"), "stopping": True})
+                    self.stopping.set()
+                else:
+                    conn.send({"id": message.get("id"), "error": f"unknown op {op!r}"})
+        except OSError:
+            pass
+        finally:
+            conn.open = False
+            dropped = self.queue.drop(conn.client)
+            with self.lock:
+                self.clients.pop(conn.client, None)
+                self.dropped += dropped
+                self.last_activity = time.monotonic()
+            try:
+                conn.sock.close()
+            except OSError:
+                pass
+
+    def _dispatch(self) -> None:
+        from kernel_gym.eval.job import EvalJob
+        from kernel_gym.eval.result import EvalResult, Outcome
+
+        while True:
+            request = self.queue.get()
+            if request is None:
+                return
+            if not request.conn.open:  # its client left while it waited
+                with self.lock:
+                    self.dropped += 1
+                continue
+            wait = time.monotonic() - request.queued_at
+            with self.lock:
+                self.running += 1
+                self.waits.append(wait)
+            try:
+                job = EvalJob.from_dict(request.job)
+                result = self.pool.evaluate(job)
+            except Exception as e:  # noqa: BLE001 - a bad job or our own failure: an answer, never a hang
+                log.exception("judge: a job failed")
+                result = EvalResult(outcome=Outcome.CRASH, message=f"the judge failed on this job: {e}")
+            result = result.replace(stage_ms={**result.stage_ms, "judge_queue_wait": round(wait * 1e3, 3)})
+            with self.lock:
+                self.running -= 1
+                self.done += 1
+                self.per_client_done[request.client] += 1
+                self.timing_waits.append(result.stage_ms.get("gpu_lock_wait", 0.0) / 1e3)
+                self.last_activity = time.monotonic()
+            request.conn.send({"id": request.rid, "result": result.to_dict()})
+
+    def status(self) -> dict[str, Any]:
+        def stats(xs: collections.deque[float]) -> dict[str, float]:
+            if not xs:
+                return {"n": 0}
+            s = sorted(xs)
+            return {"n": len(s), "median_s": round(s[len(s) // 2], 4), "p90_s": round(s[int(0.9 * (len(s) - 1))], 4),
+                    "max_s": round(s[-1], 4)}
+
+        with self.lock:
+            return {"device": self.device, "gpu": self.gpu, "slots": self.slots, "pid": os.getpid(),
+                    "socket": str(self.socket_path), "uptime_s": round(time.time() - self.started, 1),
+                    "clients": len(self.clients), "queued": sum(self.queue.depth().values()),
+                    "queued_by_client": {str(k): v for k, v in self.queue.depth().items()},
+                    "running": self.running, "done": self.done, "dropped": self.dropped,
+                    "done_by_client": {str(k): v for k, v in self.per_client_done.items()},
+                    "queue_wait": stats(self.waits), "timing_lock_wait": stats(self.timing_waits)}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--device", choices=("cpu", "cuda"), required=True)
+    parser.add_argument("--gpu", type=int, default=None)
+    parser.add_argument("--slots", type=int, default=1)
+    parser.add_argument("--socket", type=Path, required=True)
+    parser.add_argument("--idle-exit-s", type=float, default=600.0)
+    parser.add_argument("--memory-limit-gb", type=float, default=None)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    JudgeServer(args.device, args.gpu, args.slots, args.socket, args.idle_exit_s, args.memory_limit_gb).serve_forever()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,141 @@
+"""A runner process: started by the judge, pre-initialized (torch, triton, the CUDA context), confined, then
+serving the judge's requests over its channel until told to stop or killed.
+
+    python -m kernel_gym.runner --fd N --device cpu|cuda --root DIR [--memory-limit-gb G]
+
+Candidate output (print, stderr, faulthandler dumps) goes to DIR/output.log, never to the channel.
+"""
+
+from __future__ import annotations
+
+import argparse
+import faulthandler
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+
+def _redirect_output(root: Path) -> None:
+    log = os.open(root / "output.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.close(log)
+    faulthandler.enable(file=sys.stderr, all_threads=False)
+
+
+def _initialize(device: str, root: Path) -> Any:
+    """Import and warm everything a job needs, then freeze the harness snapshot (evidence of tampering)."""
+    import torch
+    import torch._dynamo  # noqa: F401 - on import it wraps torch.manual_seed; must precede the snapshot
+    import torch.profiler  # noqa: F401
+    import torch.utils.cpp_extension  # noqa: F401
+    import triton  # noqa: F401 - imported before any candidate, under the runner's TRITON_INTERPRET
+
+    from kernel_gym.eval import cuda, launches, op_audit, profile  # noqa: F401 - bound before any candidate runs
+    from kernel_gym.eval.integrity import Snapshot, pin_precision
+    from kernel_gym.runner import session  # noqa: F401 - part of the snapshot
+
+    launches.install_triton_hooks()
+    cuda.install(device, root / "extensions")
+    from kernel_gym import cuda_raw
+
+    cuda_raw.TARGET_DEVICE = device  # raw-CUDA kernels launch only in a cuda runner
+    pin_precision(device)
+    if device == "cuda":
+        torch.cuda.init()
+        torch.empty(1, device="cuda").add_(1)
+        torch.cuda.synchronize()
+        from kernel_gym.eval.timing import pooled_streams
+
+        pooled_streams(torch.device("cuda"))  # the streams the launch gate holds, named before any candidate runs
+    return Snapshot()
+
+
+STAGES = {"load": "compile", "build": "first_call"}
+
+
+def handle(session: Any, request: dict[str, Any]) -> dict[str, Any]:
+    """Run one request; candidate failures become an `error` (outcome + message), never an exception."""
+    from kernel_gym.runner.session import Refusal, failure
+
+    op = request.get("op")
+    args = {k: v for k, v in request.items() if k not in ("op", "id", "nfds", "_fds", "stage")}
+    try:
+        if op == "begin":
+            return session.begin()
+        if op == "end":
+            return session.end()
+        if op == "load":
+            return session.load(**args)
+        if op == "build":
+            return session.build(**args)
+        if op == "bind":
+            return session.bind(args["slot"], args["descriptor"], request.get("_fds", []))
+        if op == "events":
+            return session.bind_events(**args)
+        if op == "call":
+            return session.call(**args)
+        if op in ("warm", "c_ms", "signals_before", "signals_after", "harness", "noop"):
+            return getattr(session, op)(**args)
+        return {"error": {"outcome": "crash", "message": f"unknown request {op!r}", "poisoned": False}}
+    except Refusal as refusal:
+        return {"error": {"outcome": refusal.outcome, "message": refusal.message, "poisoned": False,
+                          "extra": refusal.extra}}
+    except BaseException as exc:  # noqa: BLE001 - SystemExit from candidate code is a verdict too
+        return {"error": failure(exc, request.get("stage") or STAGES.get(op, "correctness"))}
+
+
+def serve(fd: int, device: str, root: Path, memory_limit_gb: float | None) -> None:
+    from kernel_gym.sandbox import limits
+    from kernel_gym.sandbox.channel import Channel, ChannelClosed
+
+    applied = limits.apply(device, memory_limit_gb)
+    (root / "pid").write_text(str(os.getpid()))  # lets a later pool sweep this folder if the runner dies
+    _redirect_output(root)
+    t0 = time.perf_counter()
+    snapshot = _initialize(device, root)
+    from kernel_gym.runner.session import Session
+
+    applied += limits.confine(root)
+    channel = Channel.from_fd(fd)
+    channel.send({"ready": True, "pid": os.getpid(), "limits": applied, "init_s": round(time.perf_counter() - t0, 3)})
+    session = Session(device, root, snapshot)
+    home = Path.cwd()
+    while True:
+        try:
+            request = channel.receive(deadline=None)
+        except ChannelClosed:
+            return
+        if request.get("op") == "stop":
+            return
+        os.chdir(session.workdir or home)
+        try:
+            reply = handle(session, request)
+        except Exception:  # a bug of ours, not the candidate's doing
+            reply = {"internal_error": traceback.format_exc()}
+        finally:
+            os.chdir(home)
+        reply["id"] = request.get("id")
+        try:
+            channel.send(reply)
+        except (TypeError, ValueError):  # evidence that does not serialize is a bug of ours or forged
+            channel.send({"id": request.get("id"), "internal_error": "unserializable reply"})
+        if request.get("op") == "end":
+            limits.kill_descendants(os.getpid())
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--fd", type=int, required=True)
+    parser.add_argument("--device", choices=("cpu", "cuda"), required=True)
+    parser.add_argument("--root", type=Path, required=True)
+    parser.add_argument("--memory-limit-gb", type=float, default=None)
+    args = parser.parse_args(argv)
+    serve(args.fd, args.device, args.root, args.memory_limit_gb)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,349 @@
+"""What a runner does for the judge, one request at a time: load a module, build a model, map the judge's shared
+tensors, call the model on them and copy its outputs into the judge's buffers, and report what it saw.
+
+Everything a runner returns is *evidence* (launch counts, the ops it dispatched, threads left running, harness
+changes, profiler shares, output structure): the judge decides. A runner never holds an input seed, an expected
+output, a tolerance or a verdict, so candidate code that takes the runner over can at worst lie about evidence.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import shutil
+import tempfile
+import threading
+import time
+import types
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kernel_gym import cuda_raw
+from kernel_gym.eval import cuda, launches, loading
+from kernel_gym.eval.errors import candidate_traceback, classify, trim
+from kernel_gym.eval.integrity import Snapshot
+from kernel_gym.sandbox.shared import Attached, dtype_name
+
+CPU_ONLY = ("the CUDA sources compile ({how}), but CUDA kernels cannot run on the CPU backend; evaluate on a GPU "
+            "(device='cuda') or write a Triton solution")
+
+
+class Refusal(Exception):
+    """Ends a request with an outcome the judge turns into a verdict (e.g. compile_error, unsupported)."""
+
+    def __init__(self, outcome: str, message: str, **extra: Any):
+        super().__init__(message)
+        self.outcome, self.message, self.extra = outcome, message, extra
+
+
+def _json_value(v: Any) -> Any:
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    return repr(v)[:200]
+
+
+def _flatten(out: Any) -> list[Any]:
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+class Session:
+    """The runner's state across the requests of one job (models, mapped tensors) and across jobs (the device)."""
+
+    def __init__(self, device: str, root: Path, snapshot: Snapshot):
+        self.device = torch.device(device)
+        self.root, self.snapshot = root, snapshot
+        self.modules: dict[str, types.ModuleType] = {}
+        self.models: dict[str, Any] = {}
+        self.slots: dict[str, Attached] = {}
+        self.events: dict[str, Any] = {}
+        self.workdir: Path | None = None
+        self.compiled = False
+        self.triton_launches: dict = {}
+        self.first_threads: set[threading.Thread] = set()
+
+    # ---- job lifecycle -------------------------------------------------------------------------------------------
+    def begin(self) -> dict[str, Any]:
+        self.workdir = Path(tempfile.mkdtemp(prefix="job_", dir=self.root))
+        os.environ["TORCH_EXTENSIONS_DIR"] = str(self.workdir / "extensions")
+        self.first_threads = set(threading.enumerate())
+        return {}
+
+    def end(self) -> dict[str, Any]:
+        """Drop the job's state; report what it left behind (a reused runner must be clean)."""
+        for module in self.modules.values():
+            loading.unload(module)
+        self.modules.clear()
+        self.models.clear()
+        for slot in self.slots.values():
+            slot.close()
+        self.slots.clear()
+        self.events.clear()
+        launches.STATE.reset()
+        self.compiled = False
+        leftover = [t for t in threading.enumerate() if t not in self.first_threads and t.is_alive()]
+        if self.workdir is not None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            self.workdir = None
+        return {"leftover_threads": len(leftover), "harness": self.snapshot.changes()}
+
+    # ---- loading and building ------------------------------------------------------------------------------------
+    def load(self, kind: str, name: str, source: str, sizes: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Load a module: the candidate from a real file in the job's folder (load_inline builds here), or the
+        task's reference with its size globals."""
+        threads = set(threading.enumerate())
+        if kind == "reference":
+            self.modules[name] = loading.load_reference(source, sizes or {})
+            return {"threads_started": 0}
+        cuda_raw.COMPILED.clear()
+        try:
+            module = loading.load_candidate(source, self.workdir or self.root)
+        except cuda.CudaSourcesCaptured as captured:
+            ok, log = cuda.nvcc_check(captured.kwargs.get("cuda_sources", ""), workdir=self.workdir or self.root,
+                                      timeout_s=300)
+            if not ok:
+                raise Refusal("compile_error", "nvcc failed on cuda_sources:\n" + trim(log)) from None
+            from kernel_gym.signals import collect
+
+            signals = collect.cuda_compile_signals(captured.kwargs.get("cuda_sources", ""), source,
+                                                   self.workdir or self.root)
+            raise Refusal("unsupported", CPU_ONLY.format(how="nvcc check"), compiled=True, signals=signals) from None
+        except cuda_raw.NoCudaDevice as no_device:
+            from kernel_gym.signals import collect
+
+            signals = collect.cuda_raw_compile_signals(no_device.module, source)
+            raise Refusal("unsupported", CPU_ONLY.format(how=f"NVRTC, {no_device.module.arch}"), compiled=True,
+                          signals=signals) from None
+        except cuda_raw.CompileError as error:
+            raise Refusal("compile_error", "NVRTC failed on the CUDA source:\n" + trim(error.log)) from None
+        if not hasattr(module, "ModelNew"):
+            raise Refusal("compile_error", "the code defines no ModelNew")
+        self.modules[name] = module
+        started = [t for t in threading.enumerate() if t not in threads and t.is_alive()]
+        return {"threads_started": len(started), "harness": self.snapshot.changes()}
+
+    def build(self, name: str, module: str, cls: str, init: list[Any], seed: int) -> dict[str, Any]:
+        """Construct `cls` of a loaded module right after seeding (KernelBench's convention: Model and ModelNew get
+        the same weights)."""
+        threads = set(threading.enumerate())
+        torch.manual_seed(seed)
+        model = getattr(self.modules[module], cls)(*init)
+        if not isinstance(model, torch.nn.Module):
+            raise Refusal("runtime_error", f"{cls} must be a torch.nn.Module subclass")
+        self.models[name] = model.to(self.device).eval()
+        started = [t for t in threading.enumerate() if t not in threads and t.is_alive()]
+        return {"threads_started": len(started), "harness": self.snapshot.changes()}
+
+    def bind(self, slot: str, descriptor: dict[str, Any], fds: list[int]) -> dict[str, Any]:
+        old = self.slots.pop(slot, None)
+        if old is not None:
+            old.close()
+        self.slots[slot] = Attached(descriptor, fds, self.device)
+        return {}
+
+    def bind_events(self, go: str, done: str) -> dict[str, Any]:
+        import base64
+
+        self.events = {"go": torch.cuda.Event.from_ipc_handle(self.device, base64.b64decode(go)),
+                       "done": torch.cuda.Event.from_ipc_handle(self.device, base64.b64decode(done))}
+        return {}
+
+    # ---- calls ---------------------------------------------------------------------------------------------------
+    def inputs(self, spec: list[Any], slot: str) -> list[Any]:
+        """The call's arguments: fresh views of the judge's shared tensors (new objects each call), values as given."""
+        tensors = self.slots[slot].tensors
+        return [tensors[item["t"]].view(tensors[item["t"]].shape) if "t" in item else item["v"] for item in spec]
+
+    def poison(self, nbytes: int) -> None:
+        """cuda: fill memory the allocator hands out next with 0xFF bytes (NaN in every float type, a payload no
+        arithmetic produces). cpu: torch's deterministic fill does it (pin_precision)."""
+        if self.device.type == "cuda" and nbytes > 0:
+            torch.empty(nbytes, dtype=torch.uint8, device=self.device).fill_(0xFF)
+            torch.cuda.synchronize()
+
+    def call(self, model: str, inputs: list[Any], slot_in: str, slot_out: str | None, *, timed: bool = False,
+             audit: bool = False, ablate: bool = False, profile: bool = False, poison: int = 0,
+             own_names: list[str] | None = None, exclude_library_gemm: bool = False,
+             record: bool = False, gate: bool = False) -> dict[str, Any]:
+        """Call a model once on the judge's inputs and copy its outputs into the judge's buffers. `record`: keep
+        the Triton launches' configurations (the first call; for the resource signals)."""
+        import contextlib
+
+        from kernel_gym.signals import collect
+
+        args = self.inputs(inputs, slot_in)
+        fn = self.models[model]
+        self.poison(poison)
+        before = set(threading.enumerate())
+        launches.STATE.count = 0
+        launches.STATE.ablate = ablate
+        evidence: dict[str, Any] = {}
+        try:
+            with torch.no_grad(), (collect.record_launches() if record else contextlib.nullcontext()) as seen:
+                self._run(fn, args, timed=timed, audit=audit, profile=profile, own_names=own_names or [],
+                                exclude_library_gemm=exclude_library_gemm, evidence=evidence, slot_out=slot_out, gate=gate)
+        finally:
+            launches.STATE.ablate = False
+        if record and seen is not None:
+            self.triton_launches = seen
+        evidence["launches"] = launches.STATE.count
+        stray = [t for t in threading.enumerate() if t not in before and t.is_alive()]
+        evidence["stray_threads"] = len(stray)
+        if stray:
+            evidence["stray_name"] = stray[0].name
+        if not timed:  # (walking the snapshot takes ms: after timed calls the judge asks with `harness` instead)
+            evidence["harness"] = self.snapshot.changes()
+        evidence["names"] = sorted(launches.STATE.names | cuda.KERNEL_NAMES)
+        return evidence
+
+    def _run(self, fn: Any, args: list[Any], *, timed: bool, audit: bool, profile: bool, own_names: list[str],
+             exclude_library_gemm: bool, evidence: dict[str, Any], slot_out: str | None, gate: bool) -> None:
+        cuda_dev = self.device.type == "cuda"
+        gc_was_enabled = gc.isenabled()
+        if timed:  # no collection pause inside a timed call (as timeit does)
+            gc.collect(1)
+            gc.disable()
+        gated: list[Any] = []
+        if cuda_dev and (timed or profile):
+            from kernel_gym.eval.timing import gated_streams
+
+            gated = gated_streams(self.device)
+        if timed and cuda_dev:
+            go = self.events["go"]
+            for s in gated or [torch.cuda.current_stream(self.device)]:
+                s.wait_event(go)  # nothing of this call starts before the judge's start event
+
+        def run() -> Any:
+            return fn(*args)
+
+        if audit:
+            from kernel_gym.eval.op_audit import audit as run_audit
+
+            plain = run
+
+            def run() -> Any:
+                out, ops = run_audit(plain)
+                evidence["ops"] = ops
+                return out
+
+        try:
+            if profile and cuda_dev:
+                from kernel_gym.eval.profile import profile_call
+
+                box: list[Any] = []
+                prof = profile_call(lambda: box.append(run()), set(own_names),
+                                    exclude_library_gemm=exclude_library_gemm, gated=gated)
+                out = box[0]
+                evidence["profile"] = {"share": prof.share, "total_ms": prof.total_ms, "top": list(prof.top),
+                                       "ungated": list(prof.ungated)}
+            else:
+                out = run()
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+        if cuda_dev:
+            self.join(timed and gate, gated)
+        self.deliver(out, slot_out, evidence)
+        if timed and cuda_dev:
+            self.events["done"].record(torch.cuda.current_stream(self.device))
+        elif cuda_dev:
+            torch.cuda.synchronize()
+
+    def join(self, gated_call: bool, gated: list[Any]) -> None:
+        """Before the outputs are copied, all of the call's work must be done: under the launch gate, device-side
+        (the current stream waits for every pooled stream; blocking streams by the legacy rule), so no host latency
+        enters the judge's interval; otherwise the whole device is synchronized from the host."""
+        if not gated_call:
+            torch.cuda.synchronize()
+            return
+        current = torch.cuda.current_stream(self.device)
+        for s in gated[1:]:
+            e = torch.cuda.Event()
+            e.record(s)
+            current.wait_event(e)
+
+    def deliver(self, out: Any, slot_out: str | None, evidence: dict[str, Any]) -> None:
+        """Describe the outputs and copy them, in stream order, into the judge's buffers when they fit exactly."""
+        flat = _flatten(out)
+        structure, lazy = [], []
+        for i, o in enumerate(flat):
+            if isinstance(o, torch.Tensor):
+                if type(o) is not torch.Tensor:
+                    lazy.append(i)
+                structure.append({"shape": [int(s) for s in o.shape], "dtype": dtype_name(o.dtype),
+                                  "device": o.device.type})
+            else:
+                structure.append({"value": _json_value(o)})
+        evidence["structure"], evidence["lazy"] = structure, lazy
+        targets = self.slots[slot_out].tensors if slot_out is not None else []
+        tensors = [o for o in flat if isinstance(o, torch.Tensor)]
+        fits = (slot_out is not None and not lazy and len(tensors) == len(targets)
+                and all(tuple(t.shape) == tuple(o.shape) and t.dtype == o.dtype and o.device.type == t.device.type
+                        for t, o in zip(targets, tensors)))
+        if fits:
+            for t, o in zip(targets, tensors):
+                t.copy_(o.detach())
+        evidence["copied"] = bool(fits)
+
+    def noop(self, timed: bool = False, gate: bool = False) -> dict[str, Any]:
+        """The calibration call: no model, no copy (cuda: wait for "go", record "done")."""
+        if timed and self.device.type == "cuda":
+            stream = torch.cuda.current_stream(self.device)
+            stream.wait_event(self.events["go"])
+            self.events["done"].record(stream)
+        return {}
+
+    def harness(self) -> dict[str, Any]:
+        return {"harness": self.snapshot.changes()}
+
+    # ---- the reference's extras ----------------------------------------------------------------------------------
+    def warm(self, model: str, inputs: list[Any], slot_in: str, seconds: float) -> dict[str, Any]:
+        """Keep the device busy with the model back to back for `seconds` (clocks up before timing)."""
+        fn, args = self.models[model], self.inputs(inputs, slot_in)
+        until = time.perf_counter() + seconds
+        n = 0
+        with torch.no_grad():
+            while n < 1000:
+                fn(*args)
+                n += 1
+                if self.device.type == "cuda" and n % 8 == 0:
+                    torch.cuda.synchronize()
+                if time.perf_counter() >= until:
+                    break
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
+        return {"calls": n}
+
+    def c_ms(self, model: str) -> dict[str, Any]:
+        return {"c_ms": [float(x) for x in (getattr(self.models.get(model), "c_ms", None) or [])]}
+
+    def signals_before(self, code: str, backend: str, dtype: str, allow_precision: bool) -> dict[str, Any]:
+        from kernel_gym.signals import collect
+
+        job = types.SimpleNamespace(code=code, backend=backend, dtype=dtype, allow_precision=allow_precision)
+        try:
+            out = collect.before_timing(job=job, device=self.device, cand_module=self.modules.get("main"),
+                                        cand_model=self.models.get("main"), launches=self.triton_launches)
+        except Exception:  # noqa: BLE001 - signals are information, never a verdict
+            out = {}
+        return {"signals": out}
+
+    def signals_after(self, model: str, inputs: list[Any], slot_in: str, code: str, backend: str, dtype: str,
+                      allow_precision: bool, runtime_ms: float, baseline_ms: float) -> dict[str, Any]:
+        from kernel_gym.signals import collect
+
+        job = types.SimpleNamespace(code=code, backend=backend, dtype=dtype, allow_precision=allow_precision)
+        try:
+            out = collect.after_timing(job=job, device=self.device, ref_model=self.models[model],
+                                       inputs=self.inputs(inputs, slot_in), runtime_ms=runtime_ms,
+                                       baseline_ms=baseline_ms)
+        except Exception:  # noqa: BLE001
+            out = {}
+        return {"signals": out}
+
+
+def failure(exc: BaseException, stage: str) -> dict[str, Any]:
+    """An exception of candidate (or task) code as the runner reports it: an outcome and a readable message."""
+    outcome, poisoned = classify(exc, stage)
+    return {"outcome": outcome.value, "message": candidate_traceback(exc), "poisoned": poisoned}

@@ -1,0 +1,148 @@
+"""Tensors the judge owns and a runner maps: one byte arena per set, carved into aligned views.
+
+- cpu: an anonymous `memfd` (no name in /dev/shm, so no other process can open it), passed to the one runner it is
+  meant for over the channel (SCM_RIGHTS) and mmapped by both.
+- cuda: one device allocation shared with CUDA IPC (torch's own reduction; the handle travels as base64 of the
+  pickled rebuild arguments, judge -> runner only: a runner never sends pickle).
+
+The judge creates (`Arena`), the runner attaches (`attach`). Layout: a list of (shape, dtype) in order.
+"""
+
+from __future__ import annotations
+
+import base64
+import mmap
+import os
+import pickle
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+ALIGN = 256
+
+
+def dtype_of(name: str) -> torch.dtype:
+    dtype = getattr(torch, name, None)
+    if not isinstance(dtype, torch.dtype):
+        raise ValueError(f"unknown dtype {name!r}")
+    return dtype
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+@dataclass(frozen=True)
+class Spec:
+    shape: tuple[int, ...]
+    dtype: str
+
+    @property
+    def nbytes(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= int(s)
+        return n * dtype_of(self.dtype).itemsize
+
+    @classmethod
+    def of(cls, t: torch.Tensor) -> Spec:
+        return cls(tuple(int(s) for s in t.shape), dtype_name(t.dtype))
+
+    def to_json(self) -> list:
+        return [list(self.shape), self.dtype]
+
+    @classmethod
+    def from_json(cls, v: Any) -> Spec:
+        shape, dtype = v
+        if not isinstance(shape, list) or not all(isinstance(s, int) and s >= 0 for s in shape):
+            raise ValueError(f"bad shape {shape!r}")
+        dtype_of(dtype)
+        return cls(tuple(shape), dtype)
+
+
+def _offsets(specs: list[Spec]) -> tuple[list[int], int]:
+    offsets, at = [], 0
+    for s in specs:
+        offsets.append(at)
+        at += (s.nbytes + ALIGN - 1) // ALIGN * ALIGN
+    return offsets, max(at, ALIGN)
+
+
+def _views(base: torch.Tensor, specs: list[Spec], offsets: list[int]) -> list[torch.Tensor]:
+    return [base[o:o + s.nbytes].view(dtype_of(s.dtype)).view(s.shape) for s, o in zip(specs, offsets)]
+
+
+class Arena:
+    """Judge side: tensors of the given specs in memory that one runner can map."""
+
+    def __init__(self, specs: list[Spec], device: torch.device):
+        self.specs, self.device = list(specs), device
+        offsets, size = _offsets(self.specs)
+        self._fd: int | None = None
+        self._mm: mmap.mmap | None = None
+        if device.type == "cuda":
+            self.base = torch.empty(size, dtype=torch.uint8, device=device)
+        else:
+            self._fd = os.memfd_create("kernel_gym_arena", os.MFD_CLOEXEC)
+            os.ftruncate(self._fd, size)
+            self._mm = mmap.mmap(self._fd, size)
+            self.base = torch.frombuffer(self._mm, dtype=torch.uint8)
+        self.offsets = offsets
+        self.tensors = _views(self.base, self.specs, offsets)
+
+    def descriptor(self) -> tuple[dict[str, Any], list[int]]:
+        """What the runner needs to map the arena: a JSON-able dict and the descriptors to pass with it."""
+        layout = [s.to_json() for s in self.specs]
+        if self.device.type == "cuda":
+            from torch.multiprocessing.reductions import reduce_tensor
+
+            _, args = reduce_tensor(self.base)
+            return {"kind": "cuda", "layout": layout, "handle": base64.b64encode(pickle.dumps(args)).decode()}, []
+        return {"kind": "cpu", "layout": layout, "size": int(self.base.numel())}, [self._fd]
+
+    def close(self) -> None:
+        self.tensors = []
+        self.base = None
+        if self._mm is not None:
+            try:
+                self._mm.close()
+            except BufferError:  # a view still alive somewhere: the mapping goes with it
+                pass
+            self._mm = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+class Attached:
+    """Runner side: the views of an arena the judge shared."""
+
+    def __init__(self, descriptor: dict[str, Any], fds: list[int], device: torch.device):
+        specs = [Spec.from_json(v) for v in descriptor["layout"]]
+        offsets, size = _offsets(specs)
+        self._mm: mmap.mmap | None = None
+        if descriptor["kind"] == "cuda":
+            from torch.multiprocessing.reductions import rebuild_cuda_tensor
+
+            base = rebuild_cuda_tensor(*pickle.loads(base64.b64decode(descriptor["handle"])))
+        else:
+            if len(fds) != 1:
+                raise ValueError("a cpu arena comes with exactly one descriptor")
+            self._mm = mmap.mmap(fds[0], size)
+            os.close(fds[0])
+            base = torch.frombuffer(self._mm, dtype=torch.uint8)
+        if base.numel() < size:
+            raise ValueError("the arena is smaller than its layout")
+        self.tensors = _views(base, specs, offsets)
+        self._base = base
+
+    def close(self) -> None:
+        self.tensors = []
+        self._base = None
+        if self._mm is not None:
+            try:
+                self._mm.close()
+            except BufferError:
+                pass
+            self._mm = None

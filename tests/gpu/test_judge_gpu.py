@@ -1,0 +1,102 @@
+"""The judge on a GPU: CUDA IPC tensors, interprocess events around the judge's own timing events, a hang ended in
+seconds, and the fixed cross-process cost measured (not assumed)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from kernel_gym.eval.job import EvalConfig, job_for
+from kernel_gym.eval.result import Outcome
+from kernel_gym.tasks import load_task
+
+pytestmark = pytest.mark.gpu
+SOL = Path(__file__).resolve().parents[1] / "solutions"
+
+HANG_LATER = '''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _relu_kernel(x_ptr, y_ptr, n, spin, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    i = 0
+    while i < spin:  # spin = 0: no loop; spin = 2**62: longer than anyone waits
+        x = x + 0.0
+        i += 1
+    tl.store(y_ptr + offs, tl.maximum(x, 0.0), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        y = torch.empty_like(x)
+        spin = 2**62 if self.calls > 4 else 0
+        _relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), spin, BLOCK=1024)
+        return y
+'''
+
+
+@pytest.fixture(scope="module")
+def cuda_pool():
+    from kernel_gym.sandbox import WorkerPool
+
+    pool = WorkerPool("cuda")
+    pool.warm_up()
+    yield pool
+    pool.close()
+
+
+def job(code: str, task: str = "level1/relu", **config):
+    return job_for(load_task(task), code, backend="triton", config=EvalConfig(device="cuda", **config))
+
+
+def test_genuine_timed_by_the_judge(cuda_pool):
+    result = cuda_pool.evaluate(job((SOL / "level1_relu.py").read_text()))
+    assert result.outcome is Outcome.CORRECT, result.message
+    assert result.timing.method == "judge_cuda_events+gate" and result.timing.gate_ms > 0, result.timing
+    assert 0.3 < result.speedup < 3.0, result.timing  # a ReLU against torch.relu: near 1
+
+
+def test_hanging_call_is_a_timeout_within_seconds(cuda_pool):
+    """A kernel that never ends from the fifth call on: `timeout` at max(2 s, 50x the reference's call) plus the
+    kill, not the run limit; the runner is replaced and the next job is judged normally."""
+    t0 = time.monotonic()
+    result = cuda_pool.evaluate(job(HANG_LATER))
+    took = time.monotonic() - t0
+    assert result.outcome is Outcome.TIMEOUT, (result.outcome, result.message)
+    assert result.worker_recycled
+    assert took < 60, took  # compile + checks + the 2 s limit, far below run_timeout_s (120 s)
+    after = cuda_pool.evaluate(job((SOL / "level1_relu.py").read_text()))
+    assert after.outcome is Outcome.CORRECT, after.message
+
+
+def test_fixed_cross_process_cost_is_small():
+    import torch
+
+    from kernel_gym.judge.clock import CudaClock, fixed_cost
+    from kernel_gym.judge.runners import RunnerProcess
+
+    runner = RunnerProcess("cuda")
+    try:
+        runner.wait_ready()
+        runner.request("begin", deadline=time.monotonic() + 60, stage="compile")
+        clock = CudaClock(torch.device("cuda"), gate=True)
+        clock.bind(runner, time.monotonic() + 60)
+        fixed_cost(clock, runner, n=20)
+        cost = fixed_cost(clock, runner, n=100)
+        print("no-op call on the judge's clock:", cost)
+        assert 0 <= cost["median_ms"] < 0.5, cost
+    finally:
+        runner.stop()

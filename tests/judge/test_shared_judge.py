@@ -1,0 +1,171 @@
+"""The machine's judge shared by several clients (real processes, CPU backend): same verdicts as a lone client,
+a hang costs other clients at most its limit, a killed client leaves nothing queued, no client starves."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+SOL = Path(__file__).resolve().parents[1] / "solutions"
+ATTACKS = Path(__file__).resolve().parents[1] / "anti_hacking" / "attacks"
+ROOT = Path(__file__).resolve().parents[2]
+
+HANG = '''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=mask), 0.0), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.calls = 0
+
+    def forward(self, x):
+        self.calls += 1
+        while self.calls > 3:  # a hang from the fourth call on (past the first call's compile limit)
+            pass
+        y = torch.empty_like(x)
+        _relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
+        return y
+'''
+
+CLIENT = textwrap.dedent("""
+    import json, sys
+    sys.path.insert(0, {root!r})
+    from kernel_gym.eval.job import EvalConfig, job_for
+    from kernel_gym.judge.client import JudgeClient
+    from kernel_gym.tasks import load_task
+    client = JudgeClient.for_device("cpu", slots={slots})
+    codes = json.loads(sys.argv[1])
+    jobs = [job_for(load_task("level1/relu"), c, backend="triton",
+                    config=EvalConfig(device="cpu", call_timeout_s={call_timeout}, compile_timeout_s=120))
+            for c in codes]
+    print("SUBMITTED", flush=True)
+    for r in client.evaluate_many(jobs):
+        print(json.dumps({{"outcome": r.outcome.value, "hacks": list(r.hacks),
+                          "wait_ms": r.stage_ms.get("judge_queue_wait")}}), flush=True)
+""")
+
+
+@pytest.fixture
+def judge_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNEL_GYM_JUDGE_DIR", str(tmp_path / "judges"))
+    yield tmp_path / "judges"
+    from kernel_gym.judge.client import socket_path, stop_judge
+
+    stop_judge(socket_path("cpu"))
+
+
+def client_process(codes: list[str], slots: int = 1, call_timeout: float = 4.0) -> subprocess.Popen:
+    script = CLIENT.format(root=str(ROOT), slots=slots, call_timeout=call_timeout)
+    return subprocess.Popen([sys.executable, "-c", script, json.dumps(codes)], stdout=subprocess.PIPE, text=True,
+                            env=dict(os.environ))
+
+
+def results(proc: subprocess.Popen, timeout: float = 300) -> list[dict]:
+    out, _ = proc.communicate(timeout=timeout)
+    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+
+@pytest.mark.timeout(600)
+def test_clients_share_one_judge_with_lone_client_verdicts(judge_dir):
+    from kernel_gym.judge.client import JudgeClient
+
+    genuine = (SOL / "level1_relu.py").read_text()
+    attack = (ATTACKS / "07_input_mutation.py").read_text()
+    procs = [client_process([genuine, attack], slots=2) for _ in range(3)]
+    answers = [results(p) for p in procs]
+    for a in answers:
+        assert [r["outcome"] for r in a] == ["correct", "rejected"], a
+        assert a[1]["hacks"] == ["input_mutation"], a
+    client = JudgeClient.for_device("cpu")
+    status = client.status()
+    client.close()
+    assert status["done"] == 6 and status["queued"] == 0 and status["running"] == 0, status
+    assert len(list(judge_dir.glob("judge-cpu-*.sock"))) == 1  # one judge served all three
+
+
+@pytest.mark.timeout(600)
+def test_a_hang_delays_another_client_by_at_most_its_limit(judge_dir):
+    """One slot: the hanging job runs first, the other client's waits behind it; the hang ends at its call limit
+    (4 s here) plus the kill, not at the run limit."""
+    from kernel_gym.judge.client import ensure_judge
+
+    ensure_judge("cpu", slots=1)
+    hang = client_process([HANG], call_timeout=4.0)
+    assert hang.stdout.readline().strip() == "SUBMITTED"
+    time.sleep(1.0)
+    t0 = time.monotonic()
+    other = client_process([(SOL / "level1_relu.py").read_text()])
+    (other_result,) = results(other)
+    waited = time.monotonic() - t0
+    (hang_result,) = results(hang)
+    assert hang_result["outcome"] == "timeout", hang_result
+    assert other_result["outcome"] == "correct", other_result
+    assert other_result["wait_ms"] / 1e3 < 4.0 + 60, other_result  # its queue wait: the hang's limit + its checks
+    assert waited < 150, waited
+
+
+@pytest.mark.timeout(600)
+def test_a_killed_client_leaves_no_queued_work(judge_dir):
+    from kernel_gym.judge.client import JudgeClient, ensure_judge
+
+    ensure_judge("cpu", slots=1)
+    genuine = (SOL / "level1_relu.py").read_text()
+    busy = client_process([HANG], call_timeout=6.0)  # holds the only slot for a while
+    assert busy.stdout.readline().strip() == "SUBMITTED"
+    time.sleep(1.0)
+    doomed = client_process([genuine] * 4)
+    assert doomed.stdout.readline().strip() == "SUBMITTED"
+    time.sleep(1.0)
+    doomed.send_signal(signal.SIGKILL)
+    doomed.wait()
+    results(busy)
+    client = JudgeClient.for_device("cpu")
+    deadline = time.monotonic() + 60
+    status = client.status()
+    while (status["queued"] or status["running"]) and time.monotonic() < deadline:
+        time.sleep(0.5)
+        status = client.status()
+    client.close()
+    assert status["queued"] == 0 and status["running"] == 0, status
+    assert status["dropped"] >= 3, status  # at most one of the killed client's jobs had started
+    assert status["done"] <= 2, status
+
+
+def test_fair_queue_round_robin():
+    from kernel_gym.judge.server import FairQueue, Request
+
+    q = FairQueue()
+    conn = object()
+    for i in range(5):
+        q.put(Request(1, f"a{i}", {}, conn))
+    q.put(Request(2, "b0", {}, conn))
+    order = [q.get().rid for _ in range(6)]
+    assert order.index("b0") <= 1, order  # the second client's one job is not behind the first's five
+    assert q.drop(1) == 0 and q.depth() == {}
+
+
+def test_cli_status_and_stop(judge_dir):
+    from kernel_gym.cli import main
+
+    assert main(["judge", "status", "--device", "cpu"]) == 0
+    assert main(["judge", "start", "--device", "cpu", "--slots", "1"]) == 0
+    assert main(["judge", "stop", "--device", "cpu"]) == 0
