@@ -1,0 +1,376 @@
+"""Runner confinement (kernel_gym.sandbox.confine) against real processes, on CPU.
+
+Each attack runs in a real process tree: the test starts a *victim* (standing in for the judge: it holds a secret in
+memory and in an open file, listens on a TCP port of 127.0.0.1 and counts SIGUSR1), which starts the *attacker* as its
+child; the attacker confines itself (or not), tries one forbidden act on its parent and prints a JSON verdict. Every
+attack is also run unconfined and must succeed there, so no assertion of "denied" can pass vacuously, and once per
+piece of confinement that is meant to stop it on its own.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from kernel_gym.sandbox import confine
+
+ROOT = Path(__file__).resolve().parents[2]
+CONFINE_PY = ROOT / "kernel_gym" / "sandbox" / "confine.py"
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="confinement is Linux-only")
+
+VICTIM = textwrap.dedent("""
+    import ctypes, json, os, signal, socket, subprocess, sys, time
+    cfg = json.loads(sys.argv[1])
+    fired = []
+    signal.signal(signal.SIGUSR1, lambda *_: fired.append(1))
+    secret = b"judge-secret-0123456789"
+    buf = ctypes.create_string_buffer(secret, 64)
+    fd = os.open(cfg["secret_file"], os.O_RDONLY | os.O_CLOEXEC)
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(4)
+    cfg.update(parent=os.getpid(), address=ctypes.addressof(buf), length=len(secret), fd=fd,
+               port=listener.getsockname()[1])
+    child = subprocess.run([cfg["python"], "-c", cfg["attacker"], json.dumps(cfg)], capture_output=True, text=True,
+                           timeout=60, cwd=cfg["workdir"])
+    deadline = time.time() + 0.2
+    while time.time() < deadline and not fired:
+        time.sleep(0.01)
+    try:
+        verdict = json.loads(child.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        verdict = {"broken": child.stdout[-2000:] + child.stderr[-4000:]}
+    verdict.update(signal_fired=bool(fired), buffer_changed=buf.raw[:len(secret)] != secret, rc=child.returncode)
+    print(json.dumps(verdict))
+""")
+
+ATTACKER = textwrap.dedent("""
+    import ctypes, errno, importlib.util, json, os, signal, socket, sys
+    cfg = json.loads(sys.argv[1])
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.ptrace.restype = ctypes.c_long
+    libc.process_vm_readv.restype = libc.process_vm_writev.restype = ctypes.c_ssize_t
+
+    class iovec(ctypes.Structure):
+        _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+
+    spec = importlib.util.spec_from_file_location("confine", cfg["confine_py"])
+    confine = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(confine)
+    applied = []
+    if cfg["confine"] is not None:
+        applied = confine.apply(cfg["workdir"], **cfg["confine"])
+    parent, secret = cfg["parent"], b"judge-secret-0123456789"
+
+    def check(result):
+        if result == -1:
+            raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno()))
+        return result
+
+    def vm(call, data):
+        local = ctypes.create_string_buffer(data, cfg["length"])
+        lv, rv = iovec(ctypes.addressof(local), cfg["length"]), iovec(cfg["address"], cfg["length"])
+        check(call(parent, ctypes.byref(lv), 1, ctypes.byref(rv), 1, 0))
+        return local.raw[:cfg["length"]]
+
+    def attack(name):
+        if name == "write_outside":
+            with open(cfg["outside"], "w") as f:
+                f.write("escaped")
+            return os.path.exists(cfg["outside"])
+        if name == "ptrace_attach":
+            check(libc.ptrace(16, parent, None, None))  # PTRACE_ATTACH
+            os.waitpid(parent, 0x40000000)  # __WALL: wait for the stop
+            check(libc.ptrace(17, parent, None, None))  # PTRACE_DETACH
+            return True
+        if name == "vm_readv":
+            return vm(libc.process_vm_readv, b"") == secret
+        if name == "vm_writev":
+            vm(libc.process_vm_writev, b"X" * len(secret))
+            return True
+        if name == "proc_mem":
+            with open(f"/proc/{parent}/mem", "rb", buffering=0) as f:
+                f.seek(cfg["address"])
+                return f.read(len(secret)) == secret
+        if name == "proc_fd":
+            with open(f"/proc/{parent}/fd/{cfg['fd']}") as f:
+                return f.read() == "expected-answer"
+        if name == "tcp_connect":
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.connect(("127.0.0.1", cfg["port"]))
+            return True
+        if name == "signal_parent":
+            os.kill(parent, signal.SIGUSR1)
+            return True
+        if name == "inet_socket":
+            socket.socket(socket.AF_INET, socket.SOCK_DGRAM).close()
+            return True
+        if name == "unshare":
+            check(libc.unshare(0x10000000))  # CLONE_NEWUSER
+            return True
+        raise ValueError(name)
+
+    try:
+        verdict = {"ok": attack(cfg["attack"]), "errno": None}
+    except OSError as exc:
+        verdict = {"ok": False, "errno": exc.errno, "error": str(exc)}
+    verdict.update(applied=applied, uid=os.getuid())
+    print(json.dumps(verdict))
+""")
+
+# Which piece stops each attack on its own, and the errno it answers with.
+EPERM, EACCES = errno.EPERM, errno.EACCES
+BLOCKERS = {
+    "write_outside": {"landlock": (EACCES,), "uid": (EACCES,)},
+    "ptrace_attach": {"landlock": (EPERM,), "seccomp": (EPERM,), "uid": (EPERM,)},
+    "vm_readv": {"landlock": (EPERM,), "seccomp": (EPERM,), "uid": (EPERM,)},
+    "vm_writev": {"landlock": (EPERM,), "seccomp": (EPERM,), "uid": (EPERM,)},
+    "proc_mem": {"landlock": (EACCES, EPERM), "uid": (EACCES, EPERM)},
+    "proc_fd": {"landlock": (EACCES, EPERM), "uid": (EACCES, EPERM)},
+    "tcp_connect": {"landlock": (EACCES,), "seccomp": (EPERM,)},
+    "signal_parent": {"landlock": (EPERM,), "uid": (EPERM,)},
+    "inet_socket": {"seccomp": (EPERM,)},
+    "unshare": {"seccomp": (EPERM,)},
+}
+# The Landlock piece an attack needs (older ABIs lack the network and scope rights).
+LANDLOCK_PIECE = {"tcp_connect": "landlock_net", "signal_parent": "landlock_scope"}
+ONLY = {"landlock": {"uid": None, "seccomp": False}, "seccomp": {"uid": None, "landlock": False},
+        "uid": {"landlock": False, "seccomp": False}, "all": {}}
+
+
+def _stdlib(python: str) -> Path | None:
+    try:
+        out = subprocess.run([python, "-c", "import os; print(os.path.dirname(os.__file__))"], capture_output=True,
+                             text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return Path(out.stdout.strip()) if out.returncode == 0 else None
+
+
+def _attack_python() -> str:
+    """An interpreter whose stdlib the runner uid can read (a pyenv under /root is not), so the uid drop can happen."""
+    uid = confine.runner_uid()
+    for python in dict.fromkeys([sys.executable, shutil.which("python3"), "/usr/bin/python3"]):
+        if python and (stdlib := _stdlib(python)) and confine._unreachable(stdlib, uid, uid, read=True) is None:
+            return python
+    return sys.executable
+
+
+@pytest.fixture(scope="module")
+def attack_python() -> str:
+    return _attack_python()
+
+
+@pytest.fixture
+def dirs():
+    """A workdir the runner uid can reach (pytest's tmp_path is 0700 under root) and a folder outside it."""
+    top = Path(tempfile.mkdtemp(prefix="kg_confine_"))
+    top.chmod(0o755)
+    workdir, outside = top / "job", top / "outside"
+    workdir.mkdir()
+    outside.mkdir()
+    (top / "secret").write_text("expected-answer")
+    yield top, workdir, outside
+    shutil.rmtree(top, ignore_errors=True)
+
+
+def run_attack(python: str, dirs, attack: str, pieces: dict | None) -> dict:
+    top, workdir, outside = dirs
+    cfg = {"python": python, "attacker": ATTACKER, "confine_py": str(CONFINE_PY), "attack": attack,
+           "workdir": str(workdir), "outside": str(outside / "escaped.txt"), "secret_file": str(top / "secret"),
+           "confine": pieces}
+    out = subprocess.run([python, "-c", VICTIM, json.dumps(cfg)], capture_output=True, text=True, timeout=90)
+    assert out.returncode == 0, out.stderr[-4000:]
+    verdict = json.loads(out.stdout.strip().splitlines()[-1])
+    assert "broken" not in verdict, verdict["broken"]
+    return verdict
+
+
+def succeeded(verdict: dict, attack: str) -> bool:
+    if attack == "signal_parent":
+        return verdict["ok"] and verdict["signal_fired"]
+    if attack == "vm_writev":
+        return verdict["ok"] and verdict["buffer_changed"]
+    return verdict["ok"]
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("attack", sorted(BLOCKERS))
+def test_attack_succeeds_unconfined(attack, attack_python, dirs):
+    verdict = run_attack(attack_python, dirs, attack, None)
+    assert succeeded(verdict, attack), verdict
+
+
+def _skip_unless_applied(verdict: dict, piece: str, attack: str) -> None:
+    applied = verdict["applied"]
+    needed = {"landlock": LANDLOCK_PIECE.get(attack, "landlock_fs"), "seccomp": "seccomp", "uid": "uid:"}[piece]
+    if not any(a.startswith(needed) for a in applied):
+        pytest.skip(f"{needed} did not take effect on this machine (applied: {applied}); "
+                    f"kernel {os.uname().release}, euid {os.geteuid()}, Landlock ABI {confine.landlock_abi()}")
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize(("attack", "piece"), [(a, p) for a in sorted(BLOCKERS) for p in BLOCKERS[a]])
+def test_each_piece_stops_attack_alone(attack, piece, attack_python, dirs):
+    verdict = run_attack(attack_python, dirs, attack, ONLY[piece])
+    _skip_unless_applied(verdict, piece, attack)
+    assert not succeeded(verdict, attack), verdict
+    assert verdict["errno"] in BLOCKERS[attack][piece], verdict
+    assert not verdict["signal_fired"] and not verdict["buffer_changed"]
+    assert not (dirs[2] / "escaped.txt").exists()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("attack", sorted(BLOCKERS))
+def test_full_confinement_stops_attack(attack, attack_python, dirs):
+    verdict = run_attack(attack_python, dirs, attack, {})
+    if not verdict["applied"]:
+        pytest.skip("no piece of confinement took effect on this machine")
+    assert not succeeded(verdict, attack), verdict
+    assert verdict["errno"] in (EPERM, EACCES), verdict
+    assert not verdict["signal_fired"] and not verdict["buffer_changed"]
+    assert not (dirs[2] / "escaped.txt").exists()
+
+
+RUNNER = textwrap.dedent("""
+    import json, logging, os, socket, subprocess, sys, threading
+    cfg = json.loads(sys.argv[1])
+    reasons = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            reasons.append(record.getMessage())
+
+    logging.getLogger("kernel_gym.sandbox.confine").addHandler(Keep())
+    logging.getLogger("kernel_gym.sandbox.confine").setLevel(logging.INFO)
+    import torch, triton, triton.language as tl, torch.profiler
+    from kernel_gym.sandbox import confine
+    go, early = threading.Event(), {}
+
+    def early_thread():  # a thread started before confinement, as torch's and CUDA's are
+        go.wait()
+        try:
+            with open(cfg["outside"], "w") as f:
+                f.write("escaped")
+            early["write_outside"] = True
+        except OSError as exc:
+            early["write_outside"] = exc.errno
+
+    waiting = threading.Thread(target=early_thread)
+    waiting.start()
+    threads_before = len(os.listdir("/proc/self/task"))
+    applied = confine.apply(cfg["workdir"], uid=cfg["uid"])
+    work, results = cfg["workdir"], {}
+
+    def act(name, fn):
+        try:
+            results[name] = fn()
+        except Exception as exc:
+            results[name] = repr(exc)
+
+    def files():
+        os.makedirs(f"{work}/sub/deeper")
+        with open(f"{work}/sub/a.txt", "w") as f:
+            f.write("data")
+        os.rename(f"{work}/sub/a.txt", f"{work}/sub/deeper/b.txt")
+        data = open(f"{work}/sub/deeper/b.txt").read()
+        with open(f"{work}/sub/deeper/b.txt", "w") as f:  # O_TRUNC
+            f.write("again")
+        os.remove(f"{work}/sub/deeper/b.txt")
+        os.rmdir(f"{work}/sub/deeper")
+        return data == "data"
+
+    @triton.jit
+    def double(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+
+    def kernel():
+        x = torch.arange(100, dtype=torch.float32)
+        y = torch.empty_like(x)
+        double[(4,)](x, y, 100, BLOCK=32)
+        return bool(torch.equal(y, x * 2))
+
+    def profile():
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            (torch.randn(64, 64) @ torch.randn(64, 64)).sum()
+        return any("mm" in e.key for e in prof.key_averages())
+
+    def pair():
+        a, b = socket.socketpair()
+        a.sendall(b"result")
+        return b.recv(16) == b"result"
+
+    def thread():
+        out = []
+        t = threading.Thread(target=lambda: out.append(sum(range(10))))
+        t.start()
+        t.join()
+        torch.set_num_threads(2)
+        m = torch.randn(256, 256)
+        return out == [45] and bool(torch.isfinite(m @ m).all())
+
+    def tasks():
+        status = [open(f"/proc/self/task/{t}/status").read() for t in os.listdir("/proc/self/task")]
+        field = lambda text, key: text.split(key + ":")[1].split()[0]
+        return {"uids": sorted({field(s, "Uid") for s in status}), "seccomp": sorted({field(s, "Seccomp") for s in status}),
+                "threads": len(status)}
+
+    act("files", files)
+    act("triton_interpret", kernel)
+    act("profiler", profile)
+    act("socketpair", pair)
+    act("threads", thread)
+    act("subprocess", lambda: subprocess.run(["true"]).returncode == 0)
+    act("tasks", tasks)
+    go.set()
+    waiting.join()
+    print(json.dumps({"applied": applied, "reasons": reasons, "results": results, "threads_before": threads_before,
+                      "early": early}))
+""")
+
+
+def run_runner(dirs, uid) -> dict:
+    top, workdir, outside = dirs
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LD_LIBRARY_PATH")}
+    env.update(PYTHONPATH=str(ROOT), TRITON_INTERPRET="1", CUDA_VISIBLE_DEVICES="", HOME=str(workdir),
+               TMPDIR=str(workdir), TRITON_CACHE_DIR=str(workdir / "triton"), OMP_NUM_THREADS="1",
+               PYTHONDONTWRITEBYTECODE="1")
+    out = subprocess.run([sys.executable, "-c", RUNNER, json.dumps({"workdir": str(workdir), "uid": uid,
+                                                              "outside": str(outside / "early.txt")})],
+                         capture_output=True, text=True, timeout=120, env=env, cwd=workdir)
+    assert out.returncode == 0, out.stderr[-4000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("uid", [None, "auto"])
+def test_runner_still_works_confined(uid, dirs):
+    report = run_runner(dirs, uid)
+    applied = report["applied"]
+    if uid == "auto" and not any(a.startswith("uid:") for a in applied):
+        pytest.skip("the uid drop did not happen here: " + "; ".join(r for r in report["reasons"] if "uid" in r))
+    if not {"landlock_fs", "seccomp"} & set(applied):
+        pytest.skip(f"neither Landlock nor seccomp took effect here: {report['reasons']}")
+    results = report["results"]
+    for act in ("files", "triton_interpret", "profiler", "socketpair", "threads", "subprocess"):
+        assert results[act] is True, (act, results[act], report["reasons"])
+    tasks = results["tasks"]
+    assert report["threads_before"] > 1 and tasks["threads"] > 1
+    if "seccomp_all_threads" in applied:
+        assert tasks["seccomp"] == ["2"], tasks  # SECCOMP_MODE_FILTER on every thread, the early one too
+    if uid == "auto":
+        assert tasks["uids"] == [str(confine.runner_uid())], tasks  # glibc changed every thread's uid
+    # A thread started before confinement: Landlock reaches it only with TSYNC (ABI 8); the uid drop always does.
+    early_denied = report["early"]["write_outside"] is not True
+    assert early_denied == ("landlock_all_threads" in applied or uid == "auto"), report["early"]
