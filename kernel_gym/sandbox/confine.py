@@ -162,9 +162,9 @@ def _grants(workdir: Path, writable: Sequence[Path], devices: Sequence[str]) -> 
     return unique
 
 
-def _landlock(abi: int, grants: Sequence[Path], network: bool, applied: list[str], reasons: dict[str, str]) -> None:
-    handled_fs = _write_rights(abi)
-    attr = _RulesetAttr(handled_access_fs=handled_fs)
+def _create_ruleset(abi: int, network: bool, reasons: dict[str, str]) -> tuple[int, _RulesetAttr]:
+    """A ruleset fd (or -errno) and the attributes it handles; the size passed covers only the fields the ABI has."""
+    attr = _RulesetAttr(handled_access_fs=_write_rights(abi))
     size = 8
     if abi >= 4:
         size = 16
@@ -178,29 +178,47 @@ def _landlock(abi: int, grants: Sequence[Path], network: bool, applied: list[str
     else:
         reasons["landlock_scope"] = f"Landlock ABI {abi} < 6 (Linux < 6.12) has no signal / abstract-socket scoping"
     ruleset = _syscall(SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
+    if ruleset < 0 and size > 8:  # e.g. a kernel built without CONFIG_INET refuses network rights: keep the file system
+        why = f"landlock_create_ruleset with network/scope rights: {_strerror(-ruleset)}"
+        reasons["landlock_net"] = reasons["landlock_scope"] = why
+        attr = _RulesetAttr(handled_access_fs=attr.handled_access_fs)
+        ruleset = _syscall(SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(8), ctypes.c_uint32(0))
+    return ruleset, attr
+
+
+def _add_rule(ruleset: int, path: Path, handled_fs: int) -> None:
+    try:
+        fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+    except OSError as exc:
+        log.info("confine: no Landlock rule for %s: %s", path, exc)
+        return
+    try:
+        rights = handled_fs if stat.S_ISDIR(os.fstat(fd).st_mode) else handled_fs & _FILE_RIGHTS
+        rule = _PathBeneathAttr(allowed_access=rights, parent_fd=fd)
+        result = _syscall(SYS_LANDLOCK_ADD_RULE, ruleset, LANDLOCK_RULE_PATH_BENEATH, ctypes.byref(rule),
+                          ctypes.c_uint32(0))
+        if result < 0:
+            log.warning("confine: Landlock rule for %s refused: %s", path, _strerror(-result))
+    finally:
+        os.close(fd)
+
+
+def _landlock(abi: int, grants: Sequence[Path], network: bool, applied: list[str], reasons: dict[str, str]) -> None:
+    ruleset, attr = _create_ruleset(abi, network, reasons)
     if ruleset < 0:
         for piece in ("landlock_fs", "landlock_net", "landlock_scope"):
             reasons.setdefault(piece, f"landlock_create_ruleset: {_strerror(-ruleset)}")
         return
     try:
         for path in grants:
-            try:
-                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
-            except OSError as exc:
-                log.info("confine: no Landlock rule for %s: %s", path, exc)
-                continue
-            try:
-                rights = handled_fs if stat.S_ISDIR(os.fstat(fd).st_mode) else handled_fs & _FILE_RIGHTS
-                rule = _PathBeneathAttr(allowed_access=rights, parent_fd=fd)
-                result = _syscall(SYS_LANDLOCK_ADD_RULE, ruleset, LANDLOCK_RULE_PATH_BENEATH, ctypes.byref(rule),
-                                  ctypes.c_uint32(0))
-                if result < 0:
-                    log.warning("confine: Landlock rule for %s refused: %s", path, _strerror(-result))
-            finally:
-                os.close(fd)
-        single = _thread_count() == 1
-        flags = LANDLOCK_RESTRICT_SELF_TSYNC if abi >= 8 else 0
+            _add_rule(ruleset, path, attr.handled_access_fs)
+        others = _thread_count() - 1
+        flags = LANDLOCK_RESTRICT_SELF_TSYNC if abi >= 8 and others else 0
         result = _syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, ctypes.c_uint32(flags))
+        if result < 0 and flags:
+            reasons["landlock_all_threads"] = f"landlock_restrict_self(TSYNC): {_strerror(-result)}"
+            flags = 0
+            result = _syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, ctypes.c_uint32(0))
         if result < 0:
             for piece in ("landlock_fs", "landlock_net", "landlock_scope"):
                 reasons.setdefault(piece, f"landlock_restrict_self: {_strerror(-result)}")
@@ -211,15 +229,15 @@ def _landlock(abi: int, grants: Sequence[Path], network: bool, applied: list[str
     if attr.handled_access_net:
         applied.append("landlock_net")
     elif abi >= 4:
-        reasons["landlock_net"] = "network=True"
+        reasons.setdefault("landlock_net", "network=True")
     if attr.scoped:
         applied.append("landlock_scope")
-    if flags or single:
+    if flags or not others:
         applied.append("landlock_all_threads")
     else:
-        reasons["landlock_all_threads"] = (
-            f"Landlock ABI {abi} < 8 restricts the calling thread only: {_thread_count() - 1} thread(s) started "
-            "before confinement stay outside the domain (the uid drop and seccomp still cover them)")
+        reasons.setdefault("landlock_all_threads", (
+            f"Landlock ABI {abi} < 8 restricts the calling thread only: {others} thread(s) started before confinement "
+            "stay outside the domain (the uid drop and seccomp still cover them)"))
 
 
 # ----------------------------------------------------------------------------------------------------------- seccomp
@@ -382,13 +400,13 @@ def _drop_uid(uid: int, workdir: Path, applied: list[str], reasons: dict[str, st
     gid = uid
     blocked = _unreachable(workdir, uid, gid)
     if blocked is not None:
-        reasons["uid"] = (f"{blocked} is not searchable by uid {uid} (mode {stat.filemode(os.stat(blocked).st_mode)}): "
+        reasons["uid"] = (f"{blocked} cannot be searched by uid {uid} (mode {stat.filemode(os.stat(blocked).st_mode)}): "
                           "the runner could not reach its workdir; keeps root")
         return
     for folder in _interpreter_folders():
         blocked = _unreachable(folder, uid, gid, read=True)
         if blocked is not None:
-            reasons["uid"] = (f"{blocked} is not readable by uid {uid} (mode {stat.filemode(os.stat(blocked).st_mode)}),"
+            reasons["uid"] = (f"{blocked} cannot be read by uid {uid} (mode {stat.filemode(os.stat(blocked).st_mode)}),"
                               f" so Python could not import from {folder} after the drop; keeps root")
             return
     try:
@@ -408,19 +426,23 @@ def _drop_uid(uid: int, workdir: Path, applied: list[str], reasons: dict[str, st
 
 def apply(workdir: str | os.PathLike, *, writable: Sequence[str | os.PathLike] = (), uid: int | str | None = "auto",
           network: bool = False, landlock: bool = True, seccomp: bool = True,
-          devices: Sequence[str] = DEFAULT_DEVICES, required: Collection[str] = ()) -> list[str]:
+          devices: Sequence[str] = DEFAULT_DEVICES, required: Collection[str] = (),
+          reasons: dict[str, str] | None = None) -> list[str]:
     """Confine the current process for good; returns the names of the pieces that took effect.
 
     workdir: the only tree (with `writable` and the `devices` globs) the process may write; chowned to the runner
     uid when it drops root. uid: "auto" ($KERNEL_GYM_RUNNER_UID, default 65534, only as root), an int, or None to
     keep. network: True leaves TCP and non-unix sockets alone. landlock / seccomp: False skips that piece (tests,
-    debugging). required: piece names ("landlock_fs", "seccomp", "uid", ...) whose absence raises ConfinementError
-    after everything else was applied.
+    debugging). devices: globs of device files granted write and ioctl. required: piece names ("landlock_fs",
+    "seccomp", "uid", ...) whose absence raises ConfinementError after everything else was applied. reasons: a dict
+    that receives, for each piece not in force, why.
     """
     workdir = Path(workdir).resolve()
+    if not workdir.is_dir():
+        raise ValueError(f"workdir {workdir} is not a directory")
     writable_paths = [Path(p).resolve() for p in writable]
     applied: list[str] = []
-    reasons: dict[str, str] = {}
+    reasons = {} if reasons is None else reasons
     if platform.system() != "Linux":
         reasons.update(dict.fromkeys(("no_new_privs", "landlock_fs", "seccomp", "uid"), "not Linux"))
     else:
@@ -430,8 +452,8 @@ def apply(workdir: str | os.PathLike, *, writable: Sequence[str | os.PathLike] =
         else:
             reasons["no_new_privs"] = why
         target = runner_uid(uid)
-        # The uid first: its setxid broadcast signals every thread, which Landlock's signal scope must not see, and
-        # glibc applies it to all threads (Landlock below ABI 8 reaches only this one).
+        # The uid first: glibc applies it to every thread by signalling each one (before Landlock's signal scope
+        # exists); the Landlock rules below are then opened as the runner uid, so it can reach what they grant.
         if target is not None:
             _drop_uid(target, workdir, applied, reasons)
         else:
@@ -449,7 +471,8 @@ def apply(workdir: str | os.PathLike, *, writable: Sequence[str | os.PathLike] =
         else:
             reasons["seccomp"] = "seccomp=False"
     for piece, why in reasons.items():
-        log.info("confine: %s not in force: %s", piece, why)
+        chosen = why in ("uid=None", "landlock=False", "seccomp=False", "network=True")
+        log.log(logging.INFO if chosen else logging.WARNING, "confine: %s not in force: %s", piece, why)
     missing = [p for p in required if p not in applied and not (p == "uid" and any(a.startswith("uid:") for a in applied))]
     if missing:
         raise ConfinementError("; ".join(f"{p}: {reasons.get(p, 'not applied')}" for p in missing))
