@@ -532,3 +532,37 @@ def test_judge_still_reads_the_runner(attack_python, dirs):
             assert mem.read(16) == b"runner-output-42"
     finally:
         child.communicate("\n", timeout=30)
+
+
+def test_every_landlock_abi_layout_is_accepted(attack_python, dirs):
+    """Pretend to be each older ABI in turn (a fork each): the kernel takes the struct size and rights of that ABI."""
+    top, workdir, outside = dirs
+    abi = confine.landlock_abi()
+    if abi < 1:
+        pytest.skip(f"no Landlock on this kernel ({os.uname().release})")
+    body = f"""
+        for abi in range(1, {abi} + 1):
+            r, w = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                confine.landlock_abi = lambda abi=abi: abi
+                result = {{"applied": confine.apply({str(workdir)!r}, uid=None, seccomp=False)}}
+                for name, path in (("inside", {str(workdir)!r} + f"/{{abi}}.txt"),
+                                   ("outside", {str(outside)!r} + f"/{{abi}}.txt")):
+                    try:
+                        open(path, "w").close()
+                        result[name] = True
+                    except OSError as exc:
+                        result[name] = exc.errno
+                os.write(w, json.dumps(result).encode())
+                os._exit(0)
+            os.close(w)
+            out[abi] = json.loads(os.read(r, 65536))
+            os.waitpid(pid, 0)
+    """
+    report = run_probe(attack_python, workdir, body, None)
+    for version in range(1, abi + 1):
+        result = report[str(version)]
+        assert result["inside"] is True and result["outside"] == errno.EACCES, (version, result)
+        assert ("landlock_net" in result["applied"]) == (version >= 4), (version, result)
+        assert ("landlock_scope" in result["applied"]) == (version >= 6), (version, result)
