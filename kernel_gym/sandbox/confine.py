@@ -282,16 +282,20 @@ _LD_W_ABS, _JEQ_K, _JGE_K, _JSET_K, _RET_K = 0x20, 0x15, 0x35, 0x45, 0x06
 _OFF_NR, _OFF_ARCH, _OFF_ARG0 = 0, 4, 16  # struct seccomp_data; arg0's low word on a little-endian machine
 
 
-def denied_syscalls(network: bool = False) -> list[str]:
+def denied_syscalls(network: bool = False, allow: Collection[str] = ()) -> list[str]:
     """The names the seccomp filter answers with EPERM (socket: every family but AF_UNIX; clone: namespace flags)."""
-    return sorted(_DENIED) + ["clone(CLONE_NEW*)"] + ([] if network else ["socket(!AF_UNIX)"])
+    return sorted(set(_DENIED) - set(allow)) + ["clone(CLONE_NEW*)"] + ([] if network else ["socket(!AF_UNIX)"])
 
 
-def seccomp_program(machine: str | None = None, network: bool = False) -> list[tuple[int, int, int, int]]:
+def seccomp_program(machine: str | None = None, network: bool = False,
+                    allow: Collection[str] = ()) -> list[tuple[int, int, int, int]]:
     """The filter as (code, jt, jf, k) instructions, or ValueError for an architecture without a table."""
     machine = (machine or platform.machine()).lower()
     if machine not in _ARCHES:
         raise ValueError(f"no syscall table for {machine}")
+    unknown = set(allow) - set(_DENIED)
+    if unknown:
+        raise ValueError(f"not in the deny list: {sorted(unknown)}")
     column, audit_arch = _ARCHES[machine]
     arch = "x86_64" if column == 0 else "aarch64"
     eperm, enosys = SECCOMP_RET_ERRNO | errno.EPERM, SECCOMP_RET_ERRNO | errno.ENOSYS
@@ -300,8 +304,8 @@ def seccomp_program(machine: str | None = None, network: bool = False) -> list[t
                          (_LD_W_ABS, None, None, _OFF_NR)]
     if arch == "x86_64":
         code.append((_JGE_K, "deny", None, X32_SYSCALL_BIT))
-    for numbers in _DENIED.values():
-        if numbers[column] is not None:
+    for name, numbers in _DENIED.items():
+        if numbers[column] is not None and name not in allow:
             code.append((_JEQ_K, "deny", None, numbers[column]))
     code.append((_JEQ_K, "enosys", None, _CLONE3))
     code.append((_JEQ_K, "clone", None, _CLONE[arch]))
@@ -335,9 +339,9 @@ def seccomp_program(machine: str | None = None, network: bool = False) -> list[t
     return resolved
 
 
-def _seccomp(network: bool, applied: list[str], reasons: dict[str, str]) -> None:
+def _seccomp(network: bool, allow: Collection[str], applied: list[str], reasons: dict[str, str]) -> None:
     try:
-        program = seccomp_program(network=network)
+        program = seccomp_program(network=network, allow=allow)
     except ValueError as exc:
         reasons["seccomp"] = reasons["seccomp_all_threads"] = str(exc)
         return
@@ -427,14 +431,15 @@ def _drop_uid(uid: int, workdir: Path, applied: list[str], reasons: dict[str, st
 def apply(workdir: str | os.PathLike, *, writable: Sequence[str | os.PathLike] = (), uid: int | str | None = "auto",
           network: bool = False, landlock: bool = True, seccomp: bool = True,
           devices: Sequence[str] = DEFAULT_DEVICES, required: Collection[str] = (),
-          reasons: dict[str, str] | None = None) -> list[str]:
+          allow_syscalls: Collection[str] = (), reasons: dict[str, str] | None = None) -> list[str]:
     """Confine the current process for good; returns the names of the pieces that took effect.
 
     workdir: the only tree (with `writable` and the `devices` globs) the process may write; chowned to the runner
     uid when it drops root. uid: "auto" ($KERNEL_GYM_RUNNER_UID, default 65534, only as root), an int, or None to
     keep. network: True leaves TCP and non-unix sockets alone. landlock / seccomp: False skips that piece (tests,
     debugging). devices: globs of device files granted write and ioctl. required: piece names ("landlock_fs",
-    "seccomp", "uid", ...) whose absence raises ConfinementError after everything else was applied. reasons: a dict
+    "seccomp", "uid", ...) whose absence raises ConfinementError after everything else was applied. allow_syscalls:
+    names to take off the seccomp deny list (e.g. "perf_event_open" should a GPU profiler need it). reasons: a dict
     that receives, for each piece not in force, why.
     """
     workdir = Path(workdir).resolve()
@@ -467,7 +472,7 @@ def apply(workdir: str | os.PathLike, *, writable: Sequence[str | os.PathLike] =
         else:
             reasons["landlock_fs"] = "landlock=False"
         if seccomp:
-            _seccomp(network, applied, reasons)
+            _seccomp(network, allow_syscalls, applied, reasons)
         else:
             reasons["seccomp"] = "seccomp=False"
     for piece, why in reasons.items():

@@ -566,3 +566,16 @@ def test_every_landlock_abi_layout_is_accepted(attack_python, dirs):
         assert result["inside"] is True and result["outside"] == errno.EACCES, (version, result)
         assert ("landlock_net" in result["applied"]) == (version >= 4), (version, result)
         assert ("landlock_scope" in result["applied"]) == (version >= 6), (version, result)
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="x86_64 syscall number")
+def test_allow_syscalls_takes_a_name_off_the_list(attack_python, dirs):
+    body = "out['perf'] = raw(298, None, 0, -1, -1, 0)  # perf_event_open(NULL, ...): EFAULT once it reaches the kernel"
+    denied = run_probe(attack_python, dirs[1], body, {"uid": None, "landlock": False})
+    allowed = run_probe(attack_python, dirs[1], body, {"uid": None, "landlock": False,
+                                                       "allow_syscalls": ["perf_event_open"]})
+    if "seccomp" not in denied["applied"]:
+        pytest.skip(f"seccomp did not take effect here: {denied}")
+    assert denied["perf"] == -errno.EPERM and allowed["perf"] == -errno.EFAULT
+    with pytest.raises(ValueError):
+        confine.seccomp_program("x86_64", allow=["read"])
