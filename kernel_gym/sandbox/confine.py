@@ -103,7 +103,8 @@ def _libc() -> ctypes.CDLL:
 
 
 def _syscall(number: int, *args) -> int:
-    """syscall(2); returns its result or -errno."""
+    """syscall(2); returns its result or -errno. Plain ints travel as longs (a variadic call would make them C ints)."""
+    args = tuple(ctypes.c_long(a) if isinstance(a, int) else a for a in args)
     result = _libc().syscall(ctypes.c_long(number), *args)
     return -ctypes.get_errno() if result == -1 else result
 
@@ -154,12 +155,7 @@ def _grants(workdir: Path, writable: Sequence[Path], devices: Sequence[str]) -> 
     paths = [workdir, *writable]
     for pattern in devices:
         paths.extend(Path(p) for p in sorted(glob.glob(pattern)))
-    seen, unique = set(), []
-    for path in paths:
-        if path not in seen:
-            seen.add(path)
-            unique.append(path)
-    return unique
+    return list(dict.fromkeys(paths))
 
 
 def _create_ruleset(abi: int, network: bool, reasons: dict[str, str]) -> tuple[int, _RulesetAttr]:
@@ -190,7 +186,7 @@ def _add_rule(ruleset: int, path: Path, handled_fs: int) -> None:
     try:
         fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
     except OSError as exc:
-        log.info("confine: no Landlock rule for %s: %s", path, exc)
+        log.warning("confine: no Landlock rule for %s: %s", path, exc)
         return
     try:
         rights = handled_fs if stat.S_ISDIR(os.fstat(fd).st_mode) else handled_fs & _FILE_RIGHTS
