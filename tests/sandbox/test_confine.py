@@ -579,3 +579,35 @@ def test_allow_syscalls_takes_a_name_off_the_list(attack_python, dirs):
     assert denied["perf"] == -errno.EPERM and allowed["perf"] == -errno.EFAULT
     with pytest.raises(ValueError):
         confine.seccomp_program("x86_64", allow=["read"])
+
+
+@pytest.mark.parametrize("pieces", [None, {"landlock": False, "seccomp": False}], ids=["unconfined", "uid_only"])
+def test_sibling_runners_sharing_a_uid_stay_apart(pieces, attack_python, dirs):
+    """Two runners, both uid 65534: the uid change made each non-dumpable, so neither reads the other's memory."""
+    top = dirs[0]
+    victim_dir, attacker_dir = top / "victim", top / "attacker"
+    for folder in (victim_dir, attacker_dir):
+        folder.mkdir()
+    victim = run_probe(attack_python, victim_dir, """
+        buf = ctypes.create_string_buffer(b"sibling-secret")
+        print(json.dumps({"applied": out.get("applied"), "address": ctypes.addressof(buf)}), flush=True)
+        sys.stdin.readline()
+    """, pieces, background=True)
+    try:
+        hello = json.loads(victim.stdout.readline())
+        if pieces is not None and not any(a.startswith("uid:") for a in hello["applied"]):
+            pytest.skip(f"the uid drop did not happen here (applied: {hello['applied']})")
+        attack = run_probe(attack_python, attacker_dir, f"""
+            try:
+                with open("/proc/{victim.pid}/mem", "rb", buffering=0) as mem:
+                    mem.seek({hello["address"]})
+                    out["read"] = mem.read(14) == b"sibling-secret"
+            except OSError as exc:
+                out["read"] = exc.errno
+        """, pieces)
+    finally:
+        victim.communicate("\n", timeout=30)
+    if pieces is None:
+        assert attack["read"] is True
+    else:
+        assert attack["read"] == errno.EACCES, attack
