@@ -361,9 +361,13 @@ def _seccomp(network: bool, allow: Collection[str], applied: list[str], reasons:
 # --------------------------------------------------------------------------------------------------------------- uid
 
 def runner_uid(uid: int | str | None = "auto") -> int | None:
-    """The uid `apply` drops to: `uid` itself, None to keep, or for "auto" $KERNEL_GYM_RUNNER_UID (default 65534)."""
+    """The uid `apply` drops to: `uid` itself, None to keep, or for "auto" $KERNEL_GYM_RUNNER_UID (a number, or
+    "none" to keep the current uid; 65534 when unset)."""
     if uid == "auto":
-        return int(os.environ.get(UID_VARIABLE) or DEFAULT_UID)
+        value = os.environ.get(UID_VARIABLE, "").strip()
+        if value.lower() == "none":
+            return None
+        return int(value) if value else DEFAULT_UID
     return None if uid is None else int(uid)
 
 

@@ -638,3 +638,12 @@ def test_sibling_runners_sharing_a_uid_stay_apart(pieces, attack_python, dirs):
         assert attack["read"] is True
     else:
         assert attack["read"] == errno.EACCES, attack
+
+
+def test_runner_uid(monkeypatch):
+    monkeypatch.delenv(confine.UID_VARIABLE, raising=False)
+    assert confine.runner_uid() == 65534 and confine.runner_uid(None) is None and confine.runner_uid(1234) == 1234
+    monkeypatch.setenv(confine.UID_VARIABLE, "4321")
+    assert confine.runner_uid() == 4321 and confine.runner_uid(77) == 77
+    monkeypatch.setenv(confine.UID_VARIABLE, "none")
+    assert confine.runner_uid() is None
