@@ -270,6 +270,7 @@ _DENIED = {  # name: (x86_64, aarch64); None where the architecture has no such 
     "iopl": (172, None), "ioperm": (173, None),
 }
 _SOCKET, _CLONE, _CLONE3 = {"x86_64": 41, "aarch64": 198}, {"x86_64": 56, "aarch64": 220}, 435
+_SECCOMP = {"x86_64": 317, "aarch64": 277}
 _ARCHES = {"x86_64": (0, AUDIT_ARCH_X86_64), "amd64": (0, AUDIT_ARCH_X86_64),
            "aarch64": (1, AUDIT_ARCH_AARCH64), "arm64": (1, AUDIT_ARCH_AARCH64)}
 
@@ -343,8 +344,8 @@ def _seccomp(network: bool, allow: Collection[str], applied: list[str], reasons:
         return
     filters = (_SockFilter * len(program))(*[_SockFilter(*instruction) for instruction in program])
     prog = _SockFprog(len(program), filters)
-    number = 317 if _ARCHES[platform.machine().lower()][0] == 0 else 277
-    result = _syscall(number, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, ctypes.byref(prog))
+    arch = "x86_64" if _ARCHES[platform.machine().lower()][0] == 0 else "aarch64"
+    result = _syscall(_SECCOMP[arch], SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, ctypes.byref(prog))
     if result == 0:
         applied += ["seccomp", "seccomp_all_threads"]
         return

@@ -647,3 +647,33 @@ def test_runner_uid(monkeypatch):
     assert confine.runner_uid() == 4321 and confine.runner_uid(77) == 77
     monkeypatch.setenv(confine.UID_VARIABLE, "none")
     assert confine.runner_uid() is None
+
+
+def _header_numbers(paths: list[str], pattern: str) -> dict[str, int]:
+    import re
+
+    for path in paths:
+        if os.path.exists(path):
+            text = Path(path).read_text()
+            return {m.group(1): int(m.group(2)) for m in re.finditer(pattern, text)}
+    return {}
+
+
+def test_syscall_tables_match_the_kernel_headers():
+    """The hand-written numbers against the UAPI headers, where this machine has them (linux-libc-dev)."""
+    x86 = _header_numbers(["/usr/include/x86_64-linux-gnu/asm/unistd_64.h", "/usr/include/asm/unistd_64.h"],
+                          r"#define __NR_(\w+)\s+(\d+)")
+    generic = _header_numbers(["/usr/include/asm-generic/unistd.h"], r"#define __NR(?:3264)?_(\w+)\s+(\d+)")
+    if not x86 and not generic:
+        pytest.skip("no kernel UAPI headers here")
+    checked = 0
+    for column, table in ((0, x86), (1, generic)):
+        for name, numbers in confine._DENIED.items():
+            if table and name in table:
+                assert numbers[column] == table[name], (name, column)
+                checked += 1
+        if table:
+            arch = "x86_64" if column == 0 else "aarch64"
+            assert confine._SOCKET[arch] == table["socket"] and confine._CLONE[arch] == table["clone"]
+            assert table["clone3"] == confine._CLONE3 and table["seccomp"] == confine._SECCOMP[arch]
+    assert checked > 40
