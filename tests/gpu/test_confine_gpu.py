@@ -1,0 +1,152 @@
+"""A confined runner on an NVIDIA GPU: what the judge/runner split needs must still work under
+kernel_gym.sandbox.confine (Landlock, seccomp, the uid drop as root).
+
+The test process plays the judge: it makes CUDA tensors and interprocess events and hands them to a runner child
+through torch's CUDA IPC; the runner confines itself, writes its output through a Triton kernel (compiled, its cache
+in the job directory) under torch.profiler with CUDA activities, and records "done"; the judge checks the output.
+Written without a GPU at hand (the CPU side is tests/sandbox/test_confine.py): run with `pytest -m gpu`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+ROOT = Path(__file__).resolve().parents[2]
+
+RUNNER = textwrap.dedent("""
+    import json, os, pickle, sys
+    from pathlib import Path
+    cfg = json.loads(sys.argv[1])
+    data = pickle.loads(sys.stdin.buffer.read())
+    res = {}
+
+    def step(name, fn):
+        try:
+            res[name] = fn()
+        except BaseException as exc:
+            res[name] = "ERR " + repr(exc)[:400]
+
+    import torch, triton, triton.language as tl, torch.profiler
+    from kernel_gym.sandbox import confine
+
+    def conf():
+        reasons = {}
+        applied = confine.apply(cfg["workdir"], uid=cfg["uid"], reasons=reasons)
+        return {"applied": applied, "reasons": reasons}
+
+    events = {}
+    def open_events():
+        for key in ("go", "done"):
+            events[key] = torch.cuda.Event.from_ipc_handle(torch.cuda.current_device(), data[key])
+        return True
+
+    if cfg["order"] == "confine_first":
+        step("confine", conf)
+    step("cuda_init", lambda: torch.ones(1, device="cuda").add_(1).item() == 2)
+    if cfg["events_before"]:
+        step("events", open_events)
+    if cfg["order"] == "init_first":
+        step("confine", conf)
+    if not cfg["events_before"]:
+        step("events", open_events)
+
+    @triton.jit
+    def double(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+
+    def work():
+        (fx, ax), (fy, ay) = data["x"], data["out"]
+        x, y = fx(*ax), fy(*ay)
+        stream = torch.cuda.current_stream()
+        stream.wait_event(events["go"])
+        activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+        with torch.profiler.profile(activities=activities) as prof:
+            double[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
+            torch.cuda.synchronize()
+        events["done"].record(stream)
+        torch.cuda.synchronize()
+        return {"kernels": sum(1 for e in prof.events() if "double" in e.name),
+                "cache": any(Path(cfg["workdir"], "triton").rglob("*"))}
+
+    step("work", work)
+    step("outside", lambda: open("/tmp/kg_confined_%d" % os.getpid(), "w").close() or "WROTE")
+    print(json.dumps(res))
+""")
+
+
+@pytest.fixture(scope="module")
+def shared():
+    import torch
+    from torch.multiprocessing.reductions import reduce_tensor
+
+    x = torch.randn(1 << 20, device="cuda")
+    out = torch.full_like(x, float("nan"))
+    go, done = torch.cuda.Event(interprocess=True), torch.cuda.Event(interprocess=True)
+    go.record()
+    payload = {"x": reduce_tensor(x), "out": reduce_tensor(out), "go": go.ipc_handle(), "done": done.ipc_handle()}
+    return x, out, done, pickle.dumps(payload)
+
+
+def run_runner(shared, order: str, uid, events_before: bool) -> dict:
+    import torch
+
+    x, out, done, payload = shared
+    out.fill_(float("nan"))
+    torch.cuda.synchronize()
+    workdir = Path(tempfile.mkdtemp(prefix="kg_confine_gpu_"))
+    workdir.chmod(0o755)
+    try:
+        env = dict(os.environ, PYTHONPATH=str(ROOT), HOME=str(workdir), TMPDIR=str(workdir),
+                   TRITON_CACHE_DIR=str(workdir / "triton"), PYTHONDONTWRITEBYTECODE="1")
+        cfg = {"workdir": str(workdir), "order": order, "uid": uid, "events_before": events_before}
+        script = workdir / "runner.py"  # @triton.jit needs its source in a file
+        script.write_text(RUNNER)
+        proc = subprocess.run([sys.executable, str(script), json.dumps(cfg)], input=payload, capture_output=True,
+                              env=env, timeout=300, cwd=workdir)
+        assert proc.returncode == 0, proc.stderr.decode()[-4000:]
+        report = json.loads(proc.stdout.decode().strip().splitlines()[-1])
+        torch.cuda.current_stream().wait_event(done)
+        torch.cuda.synchronize()
+        report["output_ok"] = bool(torch.equal(out, x * 2))
+        return report
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.mark.parametrize("uid", [None, "auto"])
+@pytest.mark.parametrize("order", ["init_first", "confine_first"])
+def test_confined_runner_computes_through_cuda_ipc(shared, order, uid):
+    report = run_runner(shared, order, uid, events_before=True)
+    confined = report["confine"]
+    assert isinstance(confined, dict), confined
+    if uid == "auto" and not any(a.startswith("uid:") for a in confined["applied"]):
+        pytest.skip(f"no uid drop here: {confined['reasons'].get('uid')}")
+    if not {"landlock_fs", "seccomp"} & set(confined["applied"]):
+        pytest.skip(f"neither Landlock nor seccomp here: {confined['reasons']}")
+    assert report["cuda_init"] is True, report
+    assert report["events"] is True, report
+    assert isinstance(report["work"], dict), report
+    assert report["work"]["kernels"] >= 1 and report["work"]["cache"], report  # profiled, compiled into the workdir
+    assert report["output_ok"], report
+    if "landlock_fs" in confined["applied"] or uid == "auto":
+        assert report["outside"] != "WROTE", report
+
+
+@pytest.mark.xfail(reason="CUDA event IPC reportedly resolves through /dev/shm, which a confined runner cannot "
+                          "write (nor, after the uid drop, open): open events before confine.apply", strict=False)
+def test_ipc_events_opened_after_confinement(shared):
+    report = run_runner(shared, "init_first", "auto", events_before=False)
+    assert report["events"] is True, report
+    assert report["output_ok"], report
