@@ -6,13 +6,29 @@ name, so helpers are handed out as fixtures.
 
 from __future__ import annotations
 
+import os
 import pathlib
+import tempfile
 import textwrap
 
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "tests" / "solutions"
+
+# Runners may write only in their own folders (kernel_gym.sandbox.confine). Tests whose candidate code reports through
+# a file (its pid, its environment, GC states) write under this one folder, which every runner of the session is
+# allowed (set before any runner starts; the judge passes KERNEL_GYM_RUNNER_* variables to its runners).
+RUNNER_SCRATCH = pathlib.Path(tempfile.mkdtemp(prefix="kernel_gym_test_scratch_"))
+os.environ["KERNEL_GYM_RUNNER_WRITABLE"] = str(RUNNER_SCRATCH)
+
+
+@pytest.fixture
+def runner_scratch(request) -> pathlib.Path:
+    """A folder this test's candidate code may write to (a runner may write nowhere else outside its own)."""
+    path = RUNNER_SCRATCH / request.node.name.replace("/", "_").replace("[", "_").replace("]", "_")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
 
 # A small Triton ReLU whose pieces the env tests vary: an extra import, the kernel body, extra lines at the end of
 # forward, and the returned expression. `self.calls` counts forward calls (the first one happens while compiling).

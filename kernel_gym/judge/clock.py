@@ -70,15 +70,11 @@ class CudaClock:
         return rate
 
     def bind(self, runner: Any, deadline: float) -> None:
-        """Give a runner its "go" and "done" interprocess events (once per runner and job)."""
-        go = torch.cuda.Event(interprocess=True)
-        done = torch.cuda.Event(interprocess=True)
-        go.record()  # an event must be recorded once before its handle can be opened
-        done.record()
-        torch.cuda.synchronize(self.device)
-        runner.request("events", deadline=deadline, stage="correctness",
-                       go=base64.b64encode(go.ipc_handle()).decode(), done=base64.b64encode(done.ipc_handle()).decode())
-        self._events[id(runner)] = (go, done)
+        """The runner's "go" and "done" interprocess events (opened by it when it started)."""
+        runner.wait_ready()
+        if runner.events is None:
+            raise RuntimeError("a cuda runner without its interprocess events")
+        self._events[id(runner)] = runner.events
 
     def flush(self) -> None:
         """Overwrite a buffer larger than L2 (shared by every context on the GPU) so no side runs from a warm cache."""

@@ -26,7 +26,7 @@ ROOT_PREFIX = "kernel_gym_worker_"
 # Every key a runner's reply may carry (evidence); anything else is a forged message.
 REPLY_KEYS = frozenset({"id", "error", "internal_error", "launches", "stray_threads", "stray_name", "harness", "names",
                         "structure", "lazy", "copied", "ops", "profile", "threads_started", "leftover_threads",
-                        "calls", "c_ms", "signals"})
+                        "calls", "c_ms", "signals", "limits"})
 
 
 class RunnerFailure(Exception):
@@ -56,7 +56,7 @@ class RunnerProcess:
         self.root = Path(tempfile.mkdtemp(prefix=ROOT_PREFIX))
         judge_end, runner_end = socketpair()
         cmd = [sys.executable, "-m", "kernel_gym.runner", "--fd", str(runner_end.fileno()), "--device", device,
-               "--root", str(self.root)]
+               "--root", str(self.root), "--role", role]
         if memory_limit_gb:
             cmd += ["--memory-limit-gb", str(memory_limit_gb)]
         env = limits.worker_environment(self.root, device, gpu, _PACKAGE_PARENT)
@@ -68,6 +68,8 @@ class RunnerProcess:
         self.ready_info: dict | None = None
         self.log_offset = 0
         self.dead = False
+        self.events: tuple | None = None  # cuda: the judge's "go" and "done" interprocess events for this runner
+        self.limits: list[str] = []  # what confined it (its first job's `begin` says)
 
     @property
     def pid(self) -> int:
@@ -89,7 +91,24 @@ class RunnerProcess:
                 self.kill()
                 raise SandboxError(f"runner sent {message!r} instead of ready")
             self.ready_info = message
+            if self.device == "cuda":
+                self._bind_events(time.monotonic() + timeout_s)
         return self.ready_info
+
+    def _bind_events(self, deadline: float) -> None:
+        """The runner's "go" and "done" interprocess events, made by the judge once and opened by the runner before
+        it is confined (event handles may need files the confined runner cannot open)."""
+        import base64
+
+        import torch
+
+        go, done = torch.cuda.Event(interprocess=True), torch.cuda.Event(interprocess=True)
+        go.record()  # recorded once, so that a wait on either before the first real record passes at once
+        done.record()
+        torch.cuda.synchronize()
+        self.events = (go, done)
+        self.request("events", deadline=deadline, stage="compile", go=base64.b64encode(go.ipc_handle()).decode(),
+                     done=base64.b64encode(done.ipc_handle()).decode())
 
     def mark_job_start(self) -> None:
         try:

@@ -1,7 +1,7 @@
 """A runner process: started by the judge, pre-initialized (torch, triton, the CUDA context), confined, then
 serving the judge's requests over its channel until told to stop or killed.
 
-    python -m kernel_gym.runner --fd N --device cpu|cuda --root DIR [--memory-limit-gb G]
+    python -m kernel_gym.runner --fd N --device cpu|cuda --root DIR --role candidate|reference [--memory-limit-gb G]
 
 Candidate output (print, stderr, faulthandler dumps) goes to DIR/output.log, never to the channel.
 """
@@ -88,7 +88,7 @@ def handle(session: Any, request: dict[str, Any]) -> dict[str, Any]:
         return {"error": failure(exc, request.get("stage") or STAGES.get(op, "correctness"))}
 
 
-def serve(fd: int, device: str, root: Path, memory_limit_gb: float | None) -> None:
+def serve(fd: int, device: str, root: Path, memory_limit_gb: float | None, role: str = "candidate") -> None:
     from kernel_gym.sandbox import limits
     from kernel_gym.sandbox.channel import Channel, ChannelClosed
 
@@ -99,11 +99,11 @@ def serve(fd: int, device: str, root: Path, memory_limit_gb: float | None) -> No
     snapshot = _initialize(device, root)
     from kernel_gym.runner.session import Session
 
-    applied += limits.confine(root)
     channel = Channel.from_fd(fd)
     channel.send({"ready": True, "pid": os.getpid(), "limits": applied, "init_s": round(time.perf_counter() - t0, 3)})
     session = Session(device, root, snapshot)
     home = Path.cwd()
+    confined: list[str] | None = None
     while True:
         try:
             request = channel.receive(deadline=None)
@@ -111,6 +111,10 @@ def serve(fd: int, device: str, root: Path, memory_limit_gb: float | None) -> No
             return
         if request.get("op") == "stop":
             return
+        if confined is None and request.get("op") == "begin":
+            # confined before the first job's code exists, after what it keeps open (the channel, the log, CUDA,
+            # the judge's interprocess events: the "events" request comes first)
+            confined = limits.confine(root, device, role)
         os.chdir(session.workdir or home)
         try:
             reply = handle(session, request)
@@ -119,6 +123,8 @@ def serve(fd: int, device: str, root: Path, memory_limit_gb: float | None) -> No
         finally:
             os.chdir(home)
         reply["id"] = request.get("id")
+        if request.get("op") == "begin":
+            reply["limits"] = applied + (confined or [])
         try:
             channel.send(reply)
         except (TypeError, ValueError):  # evidence that does not serialize is a bug of ours or forged
@@ -133,8 +139,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--device", choices=("cpu", "cuda"), required=True)
     parser.add_argument("--root", type=Path, required=True)
     parser.add_argument("--memory-limit-gb", type=float, default=None)
+    parser.add_argument("--role", choices=("candidate", "reference"), default="candidate")
     args = parser.parse_args(argv)
-    serve(args.fd, args.device, args.root, args.memory_limit_gb)
+    serve(args.fd, args.device, args.root, args.memory_limit_gb, args.role)
 
 
 if __name__ == "__main__":

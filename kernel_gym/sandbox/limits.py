@@ -26,7 +26,8 @@ PR_SET_CHILD_SUBREAPER = 36
 CLONE_NEWNET = 0x40000000
 
 _PASS_PREFIXES = ("CUDA_", "NVIDIA_", "NCCL_", "NVSHMEM_", "TORCH_SYMM_MEM_", "LD_LIBRARY_PATH", "PATH", "LANG", "LC_",
-                  "TRITON_", "CC", "CXX", "KERNEL_GYM_CACHE", "TORCH_CUDA_ARCH_LIST", "MAX_JOBS", "TZ")
+                  "TRITON_", "CC", "CXX", "KERNEL_GYM_CACHE", "KERNEL_GYM_RUNNER_", "TORCH_CUDA_ARCH_LIST", "MAX_JOBS",
+                  "TZ")
 
 
 def cuda_home() -> str | None:
@@ -128,11 +129,27 @@ def kill_descendants(root_pid: int) -> int:
     return killed
 
 
-def confine(workdir: Path) -> list[str]:
-    """The runner's confinement (file system, system calls, uid) where `kernel_gym.sandbox.confine` is available;
-    returns the names of the pieces in force."""
-    try:
-        from kernel_gym.sandbox import confine as confinement
-    except ImportError:
-        return []
-    return confinement.apply(workdir)
+# What a runner may write besides its own folder: the build caches of its side ($KERNEL_GYM_CACHE/...). The candidate's
+# runner never gets the reference's (a planted C reference would judge), the reference's never the candidate's.
+CACHE_DIRS = {"candidate": ("extensions", "nvcc_check", "pch", "cuda_raw"), "reference": ("c_reference",)}
+
+
+def confine(root: Path, device: str, role: str) -> list[str]:
+    """The runner's confinement (`kernel_gym.sandbox.confine`): writes only beneath its root folder, its side's build
+    caches, `$KERNEL_GYM_RUNNER_WRITABLE` (os.pathsep-separated, an operator's or a test's scratch folder) and, on
+    cuda, /dev/shm (CUDA IPC's ref-counter files); seccomp; Landlock's network and scope rights. The uid is dropped
+    (to $KERNEL_GYM_RUNNER_UID, else 65534) only where Landlock is missing, or when $KERNEL_GYM_RUNNER_UID asks for
+    it. Returns the names of the pieces in force."""
+    from kernel_gym.sandbox import confine as confinement
+
+    cache = Path(os.environ.get("KERNEL_GYM_CACHE", Path.home() / ".cache" / "kernel_gym"))
+    writable = [cache / d for d in CACHE_DIRS.get(role, ())]
+    for path in writable:
+        path.mkdir(parents=True, exist_ok=True)
+    writable += [Path(p) for p in os.environ.get("KERNEL_GYM_RUNNER_WRITABLE", "").split(os.pathsep) if p]
+    if device == "cuda" and Path("/dev/shm").is_dir():
+        writable.append(Path("/dev/shm"))
+    uid = os.environ.get(confinement.UID_VARIABLE) or (None if confinement.landlock_abi() >= 1 else "auto")
+    if uid not in (None, "none"):
+        root.chmod(0o711)
+    return confinement.apply(root, writable=writable, uid=uid)

@@ -36,10 +36,10 @@ def ray_ev(ray_cluster):
 
 
 @pytest.fixture
-def slow_job(cpu_job, relu_code, tmp_path, monkeypatch):
+def slow_job(cpu_job, relu_code, runner_scratch, monkeypatch):
     """A correct job that records its actor's pid in a marker file and sleeps (sent to the evaluator directly:
     the static rules, which run before any evaluator, would rightly reject the file access)."""
-    marker = tmp_path / "actor.pid"
+    marker = runner_scratch / "actor.pid"
     code = relu_code(header="import os\nimport time", extra=SLOW_EXTRA.format(marker=str(marker), sleep=4))
     return cpu_job(code), marker
 

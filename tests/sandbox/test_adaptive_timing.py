@@ -47,8 +47,8 @@ def test_adaptive_rounds_stop_on_precision_maximum_or_budget(pool, cpu_job, solu
 
 
 @pytest.mark.timeout(120)
-def test_gc_is_off_during_timed_calls_only(pool, cpu_job, relu_code, tmp_path):
-    log = tmp_path / "gc.jsonl"
+def test_gc_is_off_during_timed_calls_only(pool, cpu_job, relu_code, runner_scratch):
+    log = runner_scratch / "gc.jsonl"
     code = relu_code(header="import gc, json", extra=f"""
         with open({str(log)!r}, "a") as f:
             f.write(json.dumps(gc.isenabled()) + "\\n")

@@ -65,8 +65,8 @@ def test_a_job_after_a_crash_works(pool, relu_code, solution):
 
 
 @pytest.mark.timeout(120)
-def test_processes_spawned_by_a_candidate_are_killed(pool, relu_code, tmp_path):
-    pid_file = tmp_path / "pids.json"
+def test_processes_spawned_by_a_candidate_are_killed(pool, relu_code, runner_scratch):
+    pid_file = runner_scratch / "pids.json"
     child_argv = ["sleep", "987.654321"]
     orphan_argv = ["sleep", "987.123456"]
     extra = f"""
@@ -92,8 +92,8 @@ def test_processes_spawned_by_a_candidate_are_killed(pool, relu_code, tmp_path):
 
 
 @pytest.mark.timeout(120)
-def test_the_job_temp_dir_is_removed(pool, relu_code, tmp_path):
-    report = tmp_path / "cwd.txt"
+def test_the_job_temp_dir_is_removed(pool, relu_code, runner_scratch):
+    report = runner_scratch / "cwd.txt"
     extra = f"""
         if self.calls == 1:
             with open("scratch.bin", "wb") as f:
@@ -112,10 +112,10 @@ def test_the_job_temp_dir_is_removed(pool, relu_code, tmp_path):
 
 
 @pytest.mark.timeout(120)
-def test_worker_environment_has_no_secrets(monkeypatch, relu_code, tmp_path):
+def test_worker_environment_has_no_secrets(monkeypatch, relu_code, runner_scratch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-kernel-gym-test-secret")
     monkeypatch.setenv("HF_TOKEN", "hf_kernel_gym_test_secret")
-    dump = tmp_path / "env.json"
+    dump = runner_scratch / "env.json"
     extra = f"""
         if self.calls == 1:
             with open({str(dump)!r}, "w") as f:
@@ -165,3 +165,22 @@ def test_stale_worker_roots_are_swept(tmp_path):
     starting.mkdir()
     assert sweep_stale_roots(tmp_path) == 1
     assert not dead.exists() and alive.exists() and starting.exists()
+
+
+@pytest.mark.timeout(120)
+def test_a_runner_writes_only_in_its_own_folder(pool, relu_code, tmp_path):
+    """Confinement through the pool: a candidate that writes outside its runner's folder fails to (Landlock, or the
+    uid drop where Landlock is missing), and the file never appears."""
+    from kernel_gym.sandbox import confine
+
+    if confine.landlock_abi() < 1 and os.geteuid() != 0:
+        pytest.skip("neither Landlock nor root (for the uid drop) on this machine")
+    target = tmp_path / "escaped.txt"
+    extra = f"""
+        with open({str(target)!r}, "w") as f:
+            f.write("out of the sandbox")
+    """
+    result = pool.evaluate(make_job(relu_code(extra=extra)))
+    assert result.outcome is Outcome.RUNTIME_ERROR, (result.outcome, result.message)
+    assert "PermissionError" in result.message or "Permission denied" in result.message, result.message
+    assert not target.exists()
