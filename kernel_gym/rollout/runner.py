@@ -288,13 +288,13 @@ def _jsonable(value: Any) -> Any:
 
 
 def _device(device: str, evaluator: Any) -> str:
-    if device != "auto":
-        return device
-    if evaluator is not None and getattr(evaluator, "device", None) in ("cpu", "cuda"):
-        return evaluator.device
-    import torch
+    from kernel_gym.device import local_device
 
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "auto" and evaluator is not None and getattr(evaluator, "device", None) in ("cpu", "cuda"):
+        return evaluator.device
+    if evaluator is None or device == "auto":
+        return local_device(device)  # a pool on this machine: "cuda" without a GPU is refused before anything runs
+    return device
 
 
 def _seed(base: int, config: str, task: str, index: int) -> int:
