@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kernel_gym.errors import ConfigError
 from kernel_gym.rewards import aggregate
 from kernel_gym.trajectory import read_log
 
@@ -55,6 +56,24 @@ def log_files(paths: Iterable[str | Path]) -> list[Path]:
     files: list[Path] = []
     for p in map(Path, paths):
         files.extend(sorted(p.rglob("*.jsonl")) if p.is_dir() else [p])
+    return files
+
+
+def check_logs(paths: Iterable[str | Path]) -> list[Path]:
+    """The log files of `paths` (as `log_files`), each holding at least one trajectory record; otherwise a
+    `ConfigError` names the path that is missing, the folder without logs, or the file that is not a log."""
+    paths = list(paths)
+    missing = [str(p) for p in paths if not Path(p).exists()]
+    if missing:
+        raise ConfigError(f"no such log: {', '.join(missing)}")
+    for p in map(Path, paths):
+        if p.is_dir() and not any(p.rglob("*.jsonl")):
+            raise ConfigError(f"{p} holds no .jsonl logs")
+    files = log_files(paths)
+    for path in files:
+        if not any(isinstance(r.get("info"), dict) and "turn" in r for r in read_log(path)):
+            raise ConfigError(f"{path} is not a trajectory log: no record with 'turn' and 'info' (a log is the JSONL "
+                              "an env writes with log_dir=..., or a `kernel-gym rollout` folder)")
     return files
 
 
