@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     from kernel_gym.errors import KernelGymError
 
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.WARNING)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
     run = getattr(args, "func", None) or {"demo": _demo, "eval": _eval, "samples": _samples}[args.command]
     try:
         code = run(args)

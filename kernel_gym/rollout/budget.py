@@ -30,6 +30,16 @@ class Budget:
         return self.trajectories * self.turns
 
 
+def unequal_budgets(budgets: Sequence[Budget]) -> str | None:
+    """A warning when the configurations do not spend the same attempts per task (K·T), else None: a comparison
+    "at equal budget" needs equal budgets (or reading the curves at a common budget)."""
+    if len({b.attempts for b in budgets}) <= 1:
+        return None
+    shown = ", ".join(f"{b.label} = {b.attempts}" for b in budgets)
+    return (f"unequal budgets (attempts per task: {shown}): compare the configurations at a common budget "
+            "(the report's serial_vs_parallel.png), not by their final numbers")
+
+
 def parse_budgets(spec: str | Sequence[str | Budget | tuple[int, int]]) -> list[Budget]:
     """"128x1,32x4,16x8" (or a list of labels, Budgets or (K, T) pairs) -> Budgets, duplicates dropped."""
     items = spec.split(",") if isinstance(spec, str) else list(spec)
