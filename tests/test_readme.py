@@ -43,3 +43,12 @@ def test_install_script_time_and_contents_are_stated(repo_root):
     assert re.search(r"about \d+ minutes? on a fresh machine", text)
     script = (repo_root / "scripts" / "install.sh").read_text()
     assert '-e ".[dev]"' in script and "--no-deps" in script  # every optional package: ray, serve, OpenRLHF
+
+
+def test_notebooks_can_be_opened_after_the_install(repo_root):
+    import tomllib
+
+    extras = tomllib.loads((repo_root / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    assert any(d.startswith("jupyterlab") for d in extras["notebooks"])
+    assert any("notebooks" in d for d in extras["dev"] if d.startswith("kernel-gym["))  # [dev] brings JupyterLab
+    assert ".venv/bin/jupyter lab notebooks/" in (repo_root / "README.md").read_text()
