@@ -92,7 +92,10 @@ def trim(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
 
 
 def classify(exc: BaseException, stage: str) -> tuple[Outcome, bool]:
-    """(outcome, worker_poisoned). A CUDA fault poisons the context: the worker must be replaced."""
+    """(outcome, worker_poisoned) for candidate code that raised `exc` in `stage` ("compile", "first_call",
+    "correctness", "timing"), as docs/evaluation.md's Outcomes table says: OOM first, then a CUDA fault (`crash`, and
+    the context is poisoned: the worker must be replaced), then any exception of the import and any Triton/NVRTC
+    compilation error (`compile_error`), else `runtime_error`."""
     import torch
 
     name = type(exc).__name__
