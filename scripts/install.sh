@@ -17,6 +17,8 @@ PYTHON=${PYTHON:-python3}
 OPENRLHF_VERSION=0.11.2  # the adapter patches OpenRLHF's SamplesGenerator: pinned to the version the tests verified
 
 "$PYTHON" -m venv .venv
-.venv/bin/python -m pip install -q -e ".[dev]" pylatexenc aiohttp
-.venv/bin/python -m pip install -q --no-deps "openrlhf==${OPENRLHF_VERSION}"
+# --no-compile: no byte-compiling of the ~6 GB installed (torch, CUDA libraries, Ray, ...) up front, ~1 CPU-minute;
+# Python compiles each module the first time it is imported instead.
+.venv/bin/python -m pip install -q --no-compile -e ".[dev]" pylatexenc aiohttp
+.venv/bin/python -m pip install -q --no-compile --no-deps "openrlhf==${OPENRLHF_VERSION}"
 echo "kernel-gym installed in .venv ($(.venv/bin/kernel-gym --version)); run .venv/bin/kernel-gym demo"
