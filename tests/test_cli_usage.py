@@ -127,12 +127,18 @@ def test_a_file_that_is_not_a_log_is_an_error(repo_root, tmp_path, command):
 
 
 def test_output_into_a_closed_pipe_ends_quietly(repo_root):
+    """`kernel-gym tasks | head -1`: the reader is gone before the output is; no BrokenPipeError traceback."""
+    import os
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # closed before the first write: deterministic, whatever the pipe buffer holds
     command = [str(CLI)] if CLI.exists() else [sys.executable, "-m", "kernel_gym.cli"]
-    proc = subprocess.Popen(command + ["tasks"], cwd=repo_root, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    proc.stdout.readline()  # `kernel-gym tasks | head -1`
-    proc.stdout.close()
-    err = proc.stderr.read().decode()
-    assert proc.wait(timeout=60) == 141 and err == ""  # 128 + SIGPIPE, as `ls | head` reports; no traceback
+    try:
+        proc = subprocess.run(command + ["tasks"], cwd=repo_root, stdout=write_end, stderr=subprocess.PIPE,
+                              timeout=60)
+    finally:
+        os.close(write_end)
+    assert proc.returncode == 141 and proc.stderr.decode() == ""  # 128 + SIGPIPE, as `ls | head` reports
 
 
 # ---- 7. CLI gaps --------------------------------------------------------------------------------------------------
