@@ -298,6 +298,11 @@ class KernelRefineEnv(gym.Env):
         return info
 
 
+def _auto_device() -> str:
+    """"cuda" when a GPU is visible, else "cpu" (kept for callers of the old name; see kernel_gym.device)."""
+    return local_device("auto")
+
+
 def _check_tasks(spec: str | list[str] | tuple[str, ...]) -> None:
     """Load every task `spec` names (ids and paths are parsed, not run), so that mistakes surface at construction."""
     if isinstance(spec, str) and spec.startswith("suite:"):

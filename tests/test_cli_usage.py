@@ -178,3 +178,14 @@ def test_eval_accepts_the_cuda_raw_backend(repo_root):
     assert proc.returncode == 0, proc.stderr[-2000:]  # evaluated: a Triton solution where cuda_raw is asked for
     info = json.loads(proc.stdout)
     assert info["error"] == "format_error" and "cuda_raw" in info["feedback"]
+
+
+def test_a_run_folder_may_hold_other_jsonl_files(mixed_log, tmp_path):
+    """Samples written beside a run's log do not make the folder "not a log" on the next export."""
+    out = mixed_log.parent / "samples.jsonl"
+    assert main(["samples", str(mixed_log.parent), "--out", str(out)]) == 0
+    assert main(["samples", str(mixed_log.parent), "--out", str(out)]) == 0
+    assert main(["pairs", str(mixed_log.parent), "--out", str(tmp_path / "pairs.jsonl")]) == 0
+    empty = tmp_path / "empty_dir"
+    empty.mkdir()
+    assert main(["samples", str(empty), "--out", str(tmp_path / "s.jsonl")]) == 2
