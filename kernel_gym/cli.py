@@ -15,8 +15,8 @@ def _demo(args: argparse.Namespace) -> int:
     import kernel_gym  # noqa: F401
     from kernel_gym.demo import RESPONSES, TASK
 
-    print(f"kernel-gym demo: {len(RESPONSES)} scripted turns on {TASK} (device={args.device})\n")
     env = gym.make("KernelRefine-v0", task=TASK, device=args.device, max_turns=len(RESPONSES))
+    print(f"kernel-gym demo: {len(RESPONSES)} scripted turns on {TASK} (device={env.unwrapped.device})\n")
     try:
         obs, info = env.reset(seed=0)
         print("=" * 100 + f"\nPROMPT ({len(obs)} characters), first lines:\n" + "\n".join(obs.splitlines()[:12]) + "\n...")
@@ -43,21 +43,17 @@ def _eval(args: argparse.Namespace) -> int:
     import gymnasium as gym
 
     import kernel_gym  # noqa: F401
-    from kernel_gym.errors import KernelGymError
 
     solution = Path(args.solution)
     if not solution.is_file():
-        print(f"kernel-gym eval: no such solution file: {solution}", file=sys.stderr)
-        return 2
+        raise UsageError(f"no such solution file: {solution}")
+    text = solution.read_text(errors="replace")
+    if not text.strip():
+        raise UsageError(f"the solution file {solution} is empty: it should define ModelNew (see README.md)")
+    env = gym.make("KernelRefine-v0", task=args.task, backend=args.backend, device=args.device, checks=args.checks,
+                   max_turns=1)  # a bad task, device or preset raises here: one line, exit 2 (main)
     try:
-        env = gym.make("KernelRefine-v0", task=args.task, backend=args.backend, device=args.device,
-                       checks=args.checks, max_turns=1)
         env.reset(seed=args.seed)
-    except KernelGymError as e:
-        print(f"kernel-gym eval: {e}", file=sys.stderr)
-        return 2
-    try:
-        text = solution.read_text(errors="replace")
         response = text if "```" in text else f"```python\n{text}\n```\n"
         _, _, _, _, info = env.step(response)
     finally:
@@ -70,55 +66,101 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 def _samples(args: argparse.Namespace) -> int:
-    from kernel_gym.errors import KernelGymError
-    from kernel_gym.samples import episode_samples, episodes, log_files
+    from kernel_gym.samples import check_logs, episode_samples, episodes
+    from kernel_gym.tasks import in_split
 
-    missing = [p for p in args.logs if not Path(p).exists()]
-    if missing:
-        print(f"kernel-gym samples: no such log: {', '.join(missing)}", file=sys.stderr)
-        return 2
-    try:
-        eps = episodes(args.logs)
-        samples = [s for e in eps for s in episode_samples(e, gamma=args.gamma, mode=args.mode, chat=args.chat)]
-    except KernelGymError as e:
-        print(f"kernel-gym samples: {e}", file=sys.stderr)
-        return 2
+    files = check_logs(args.logs)  # a missing path or a file that is not a log: one line, exit 2
+    eps = episodes(files)
+    kept = [e for e in eps if in_split(str(e.records[0].get("task", "")), args.split)]
+    samples = [s for e in kept for s in episode_samples(e, gamma=args.gamma, mode=args.mode, chat=args.chat)]
     with open(args.out, "w", encoding="utf-8") as f:
         for sample in samples:
             f.write(json.dumps(sample, ensure_ascii=False) + "\n")
-    incomplete = sum(not e.complete for e in eps)
-    print(f"wrote {len(samples)} samples from {len(eps)} episodes ({incomplete} incomplete) in "
-          f"{len(log_files(args.logs))} log files to {args.out}")
+    incomplete = sum(not e.complete for e in kept)
+    print(f"wrote {len(samples)} samples from {len(kept)} episodes ({incomplete} incomplete) in "
+          f"{len(files)} log files to {args.out} (split {args.split})")
+    if len(kept) < len(eps):
+        print(f"left out {len(eps) - len(kept)} episodes of tasks outside the {args.split} split "
+              f"(--split all keeps them)", file=sys.stderr)
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows each option's default, except for flags and options whose default is "not given"."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        if action.default is None or action.default is False or action.required:
+            return action.help or ""
+        return super()._get_help_string(action)
+
+
+class UsageError(Exception):
+    """A mistake in the command line (a missing or empty file, ...): main prints it in one line and exits 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from kernel_gym import __version__
+
+    defaults = HelpFormatter
     parser = argparse.ArgumentParser(prog="kernel-gym", description="GPU-kernel refinement as a Gymnasium env.")
+    parser.add_argument("--version", action="version", version=f"kernel-gym {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    demo = sub.add_parser("demo", help="a scripted episode on the CPU backend")
-    demo.add_argument("--device", default="cpu", choices=("cpu", "cuda", "auto"))
-    ev = sub.add_parser("eval", help="evaluate one solution file as one turn")
-    ev.add_argument("--task", required=True)
-    ev.add_argument("--solution", required=True)
-    ev.add_argument("--backend", default="auto", choices=("auto", "triton", "cuda"))
-    ev.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"))
-    ev.add_argument("--checks", default="standard")
-    ev.add_argument("--seed", type=int, default=0)
+    demo = sub.add_parser("demo", help="a scripted episode on the CPU backend", formatter_class=defaults)
+    demo.add_argument("--device", default="cpu", choices=("cpu", "cuda", "auto"), help="where the episode runs")
+    ev = sub.add_parser("eval", help="evaluate one solution file as one turn", formatter_class=defaults,
+                        description="Evaluate one solution file as the single turn of an episode and print the "
+                                    "verdict (--json: the step's info, see docs/info.md). Exit code 0 whenever the "
+                                    "evaluation ran, whatever the verdict; 2 for a usage error.")
+    ev.add_argument("--task", required=True, help="a task id (kernel-gym tasks) or a KernelBench-format .py file")
+    ev.add_argument("--solution", required=True,
+                    help="a Python file defining ModelNew, or a model response whose last fenced block is the code")
+    ev.add_argument("--backend", default="auto", choices=("auto", "triton", "cuda", "cuda_raw"),
+                    help="auto: detected from the code")
+    ev.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"),
+                    help="auto: cuda when a GPU is visible, else cpu (the CPU backend)")
+    ev.add_argument("--checks", default="standard",
+                    help="anti-hack preset: strict, kevin-strict, standard, permissive or none")
+    ev.add_argument("--seed", type=int, default=0, help="seed of the episode (input and trial seeds)")
     ev.add_argument("--json", action="store_true", help="print the step's info as one JSON object")
-    sm = sub.add_parser("samples", help="trajectory logs -> one training sample per turn (JSONL)")
+    sm = sub.add_parser("samples", help="trajectory logs -> one training sample per turn (JSONL)",
+                        formatter_class=defaults)
     sm.add_argument("logs", nargs="+", metavar="LOG", help="trajectory .jsonl files or folders of them")
     sm.add_argument("--out", required=True, help="the JSONL file to write")
-    sm.add_argument("--gamma", type=float, default=None, help="recompute returns with this gamma")
-    sm.add_argument("--mode", default=None, choices=("sum", "max"), help="recompute returns with this aggregation")
+    sm.add_argument("--gamma", type=float, default=None, help="recompute returns with this gamma (default: the log's)")
+    sm.add_argument("--mode", default=None, choices=("sum", "max"),
+                    help="recompute returns with this aggregation (default: the log's)")
     sm.add_argument("--chat", action="store_true", help="chat messages (user prompt, assistant response)")
+    from kernel_gym.commands import add_split_argument
+
+    add_split_argument(sm)
     _register_plugins(sub)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
     import logging
 
-    logging.basicConfig(level=logging.WARNING)
-    if getattr(args, "func", None) is not None:
-        return args.func(args)
-    return {"demo": _demo, "eval": _eval, "samples": _samples}[args.command](args)
+    from kernel_gym.errors import KernelGymError
+
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
+    run = getattr(args, "func", None) or {"demo": _demo, "eval": _eval, "samples": _samples}[args.command]
+    try:
+        code = run(args)
+        sys.stdout.flush()
+        return code
+    except (UsageError, KernelGymError) as e:  # our users' mistakes: one line, no traceback
+        print(f"kernel-gym {args.command}: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"kernel-gym {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `kernel-gym tasks | head`: the reader left; say nothing more
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)  # Python flushes stdout again at exit: send that nowhere
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, as a shell tool killed by the signal reports
 
 
 def _register_plugins(sub: argparse._SubParsersAction) -> None:

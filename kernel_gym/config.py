@@ -64,9 +64,10 @@ class EnvConfig:
     """cuda timing: a GPU-side gate before each timed call hides host launch latency on both sides (docs/evaluation.md,
     "Timing"). False: readings include launch latency, as KernelBench's do."""
     compile_timeout_s: float = 300.0
-    """Limit on importing the candidate plus its first call (CUDA builds, Triton JIT)."""
+    """Limit on importing the candidate (load_inline/nvcc and NVRTC builds run here). docs/evaluation.md, "Outcomes"."""
     run_timeout_s: float = 120.0
-    """Limit on correctness plus timing."""
+    """Limit on everything after the import, together: constructing ModelNew and its first call (Triton JIT),
+    correctness and timing."""
     workers: int = 1
     """Sandbox worker processes of the default local evaluator."""
     ranker: str | dict | Callable | None = None

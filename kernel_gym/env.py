@@ -11,7 +11,8 @@ import gymnasium as gym
 
 from kernel_gym.actions import ParsedAction, parse_action
 from kernel_gym.config import EnvConfig, make_config
-from kernel_gym.errors import KernelGymError
+from kernel_gym.device import local_device
+from kernel_gym.errors import ConfigError, EpisodeEndedError
 from kernel_gym.eval.evaluator import Evaluator, LocalEvaluator, judged
 from kernel_gym.eval.job import EvalConfig, EvalJob, job_for, task_tolerance
 from kernel_gym.eval.result import EvalResult, Outcome
@@ -111,20 +112,27 @@ class KernelRefineEnv(gym.Env):
     >>> env = gym.make("KernelRefine-v0", task="level1/relu", device="cpu", max_turns=2)
     """
 
-    metadata = {"render_modes": ["ansi"]}
+    # "ansi" renders the current observation as text; render_fps only paces recorders (one frame per step)
+    metadata = {"render_modes": ["ansi"], "render_fps": 1}
 
     def __init__(self, *, preset: str | None = None, evaluator: Evaluator | None = None,
                  summarizer: Summarizer | None = None, render_mode: str | None = None, tokenizer: Any = None,
                  **kwargs: Any):
         self.config: EnvConfig = make_config(preset, **kwargs)
+        if render_mode not in (None, *self.metadata["render_modes"]):
+            raise ConfigError(f"render_mode must be None or one of {self.metadata['render_modes']}, "
+                              f"got {render_mode!r} (the observation is text: render_mode='ansi' returns it)")
+        _check_tasks(self.config.task)  # an unknown id, a missing file or a malformed task fails here, not at reset
         self.tokenizer = tokenizer
         self.render_mode = render_mode
-        self.device = self.config.device
-        if self.device == "auto":
+        device = self.config.device
+        if device == "auto" and getattr(evaluator, "device", None) in ("cpu", "cuda"):
             # with a given evaluator (Ray, a service) follow its device: a CPU-only trainer using GPU evaluation
             # workers gets GPU jobs without having to say device="cuda" (a service is asked only here)
-            remote = getattr(evaluator, "device", None)
-            self.device = remote if remote in ("cpu", "cuda") else _auto_device()
+            device = evaluator.device
+        if evaluator is None or isinstance(evaluator, LocalEvaluator) or device == "auto":
+            device = local_device(device)  # workers on this machine: "cuda" without a GPU is refused now, in one line
+        self.device = device
         self.score_fn = get_score(self.config.score)
         self.summarizer = summarizer or (lambda text: extractive_summary(text, self.config.summary_chars))
         self._owns_evaluator = evaluator is None
@@ -158,8 +166,11 @@ class KernelRefineEnv(gym.Env):
                      "max_turns": self.config.max_turns}
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        if self._done or self.task is None:
-            raise KernelGymError("the episode has ended: call reset() before step()")
+        if self.task is None:
+            raise EpisodeEndedError("step() before reset(): call reset() first")
+        if self._done:
+            raise EpisodeEndedError(f"the episode has ended (max_turns={self.config.max_turns} reached): "
+                                    "call reset() before step()")
         t0 = time.perf_counter()
         parsed = parse_action(action, backend=self.config.backend, max_response_chars=self.config.max_response_chars,
                               max_code_chars=self.config.max_code_chars)
@@ -227,7 +238,7 @@ class KernelRefineEnv(gym.Env):
             choices = list_tasks(split=choices.split(":", 1)[1])
         if isinstance(choices, (list, tuple)):
             if not choices:
-                raise KernelGymError("the task list is empty")
+                raise ConfigError("the task list is empty")
             return str(choices[int(self.np_random.integers(len(choices)))])
         return str(choices)
 
@@ -287,9 +298,9 @@ class KernelRefineEnv(gym.Env):
 
 
 def _auto_device() -> str:
-    import torch
+    """"cuda" when a GPU is visible, else "cpu" (kept for callers of the old name; see kernel_gym.device)."""
+    return local_device("auto")
 
-    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def _critics(ranker: Any, judge: Any) -> Any:
@@ -300,3 +311,18 @@ def _critics(ranker: Any, judge: Any) -> Any:
     from kernel_gym.preference.online import Critics
 
     return Critics.from_config(ranker, judge)
+
+
+def _check_tasks(spec: str | list[str] | tuple[str, ...]) -> None:
+    """Load every task `spec` names (ids and paths are parsed, not run), so that mistakes surface at construction."""
+    if isinstance(spec, str) and spec.startswith("suite:"):
+        list_tasks(spec.split(":", 1)[1])  # an unknown suite raises
+    elif isinstance(spec, str) and spec.startswith("split:"):
+        list_tasks(split=spec.split(":", 1)[1])
+    elif isinstance(spec, (list, tuple)):
+        if not spec:
+            raise ConfigError("the task list is empty")
+        for task_id in spec:
+            load_task(task_id)
+    else:
+        load_task(spec)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import difflib
 
+from gymnasium.error import ResetNeeded
+
 
 class KernelGymError(Exception):
     """Base class of every error kernel-gym raises on purpose."""
@@ -31,6 +33,14 @@ class UnknownTaskError(UnknownNameError):
     """No task with this id or path."""
 
 
+class TaskFileNotFoundError(UnknownTaskError):
+    """A task given as a file path (`.py` or `.c`) that does not exist."""
+
+    def __init__(self, path: str):
+        self.kind, self.name, self.choices = "task", path, []
+        KernelGymError.__init__(self, f"task file not found: {path}")
+
+
 class UnknownScoreError(UnknownNameError):
     """No score registered under this name."""
 
@@ -45,6 +55,14 @@ class ConfigError(KernelGymError, ValueError):
 
 class TaskFormatError(KernelGymError, ValueError):
     """A task file does not follow the KernelBench format."""
+
+
+class DeviceUnavailableError(ConfigError):
+    """device="cuda" was asked for where no CUDA GPU is visible."""
+
+
+class EpisodeEndedError(KernelGymError, ResetNeeded):
+    """step() after the episode ended (gymnasium's ResetNeeded): call reset() first."""
 
 
 class SandboxError(KernelGymError, RuntimeError):

@@ -10,6 +10,9 @@ Conventions (the value of an attempt is its speedup when correct, else 0):
   estimator `Σ_i v_(i)·C(i−1, k−1) / C(n, k)` over the sorted per-trajectory bests, averaged over tasks.
 - Rates (`correct`, `compiled`, `hack`, `format_error`, `not_okay`) are fractions of all attempts (responses); with
   an LLM judge (docs/preference.md) also `review_flag`: attempts the judge flagged for review.
+- Uncertainty (`ConfigMetrics.ci`): 95 % percentile-bootstrap intervals of every mean over tasks (mean speedup,
+  solved, best-so-far by turn, best@k, pass@k): tasks resampled with replacement (`bootstrap_ci`), since tasks, not
+  attempts, are the units a benchmark samples. Timing noise within a task is not in them.
 """
 
 from __future__ import annotations
@@ -21,6 +24,11 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+BOOTSTRAP_SAMPLES = 2000
+"""Resamples of the task set behind each interval (the percentile bootstrap; seeded, so reports are reproducible)."""
+
+CI_LEVEL = 0.95
 
 DEFAULT_THRESHOLDS = (0.0, 0.5, 0.8, 1.0, 1.5, 2.0)
 """The p of fast_p reported by default (KernelBench reports fast_0, fast_1 and fast_2; Dr. Kernel fast_1.2)."""
@@ -124,6 +132,9 @@ class ConfigMetrics:
     """Review flag name -> attempts carrying it (an LLM judge's; empty without one)."""
     judge_mean: float | None = None
     """Mean of the judge's rating over the attempts it rated; None when none was rated."""
+    ci: dict[str, Any] = field(default_factory=dict)
+    """95 % bootstrap intervals over tasks, (low, high): "mean_speedup", "solved"; lists by turn "turn_best",
+    "turn_mean"; dicts by k "best_at_k", "pass_at_k" (see `bootstrap_ci`)."""
 
     def flat(self) -> dict[str, float]:
         """Namespaced scalars, for a table or a logger."""
@@ -207,6 +218,24 @@ def by_task(trajectories: Iterable[Trajectory]) -> dict[str, list[Trajectory]]:
     return dict(groups)
 
 
+def bootstrap_ci(per_task: Sequence[float] | Sequence[Sequence[float]], samples: int = BOOTSTRAP_SAMPLES,
+                 level: float = CI_LEVEL, seed: int = 0) -> list[tuple[float, float]]:
+    """Percentile-bootstrap intervals of the mean over tasks: `per_task` has one row per task (a value, or a row of
+    values: one per point of a curve); tasks are resampled with replacement `samples` times. One (low, high) per
+    column; (v, v) with a single task (no spread can be estimated from one)."""
+    import numpy as np
+
+    x = np.asarray(per_task, dtype=float)
+    x = x[:, None] if x.ndim == 1 else x
+    n = x.shape[0]
+    if n == 0:
+        return [(0.0, 0.0)] * (x.shape[1] if x.ndim == 2 else 1)
+    counts = np.random.default_rng(seed).multinomial(n, np.full(n, 1.0 / n), size=samples)  # samples x tasks
+    means = counts @ x / n  # samples x points: each resample's mean over tasks
+    low, high = np.quantile(means, [(1 - level) / 2, (1 + level) / 2], axis=0)
+    return [(float(a), float(b)) for a, b in zip(low, high)]
+
+
 def best_at_k(values: Sequence[float], k: int) -> float:
     """Expected maximum of k values drawn without replacement from `values` (unbiased; exact for k = len)."""
     n = len(values)
@@ -237,11 +266,32 @@ def fast_p(trajectories: Iterable[Trajectory], p: float) -> float:
 def turn_curves(trajectories: Iterable[Trajectory]) -> tuple[list[float], list[float]]:
     """(best, mean) best-so-far curves by turn t = 1..T: over tasks, of the best speedup within the first t turns
     of all the task's trajectories (best), or of one trajectory, averaged over trajectories (mean)."""
+    best, mean = _turn_rows(trajectories)
+    return [_mean(col) for col in zip(*best)], [_mean(col) for col in zip(*mean)]
+
+
+def _turn_rows(trajectories: Iterable[Trajectory]) -> tuple[list[list[float]], list[list[float]]]:
+    """Per task, per turn t: the best-so-far over all its trajectories (best) and averaged over them (mean)."""
     groups = by_task(trajectories)
     turns = max((len(t.attempts) for trajs in groups.values() for t in trajs), default=0)
-    best = [_mean(max(t.best(n) for t in trajs) for trajs in groups.values()) for n in range(1, turns + 1)]
-    mean = [_mean(_mean(t.best(n) for t in trajs) for trajs in groups.values()) for n in range(1, turns + 1)]
+    best = [[max(t.best(n) for t in trajs) for n in range(1, turns + 1)] for trajs in groups.values()]
+    mean = [[_mean(t.best(n) for t in trajs) for n in range(1, turns + 1)] for trajs in groups.values()]
     return best, mean
+
+
+def _intervals(groups: dict[str, list[Trajectory]], bests: dict[str, list[float]],
+               solved: dict[str, list[bool]], k_max: int) -> dict[str, Any]:
+    """`ConfigMetrics.ci`: bootstrap intervals over tasks of each mean the metrics report."""
+    trajectories = [t for trajs in groups.values() for t in trajs]
+    best_rows, mean_rows = _turn_rows(trajectories)
+    ks = range(1, k_max + 1)
+    at_k = bootstrap_ci([[best_at_k(v, k) for k in ks] for v in bests.values()]) if k_max else []
+    pass_k = bootstrap_ci([[pass_at_k(v, k) for k in ks] for v in solved.values()]) if k_max else []
+    return {"mean_speedup": bootstrap_ci([max(v) for v in bests.values()])[0],
+            "solved": bootstrap_ci([float(any(v)) for v in solved.values()])[0],
+            "turn_best": bootstrap_ci(best_rows) if best_rows and best_rows[0] else [],
+            "turn_mean": bootstrap_ci(mean_rows) if mean_rows and mean_rows[0] else [],
+            "best_at_k": dict(zip(ks, at_k)), "pass_at_k": dict(zip(ks, pass_k))}
 
 
 def config_metrics(config: str, trajectories: Sequence[Trajectory],
@@ -274,7 +324,7 @@ def config_metrics(config: str, trajectories: Sequence[Trajectory],
         turn_best=turn_best, turn_mean=turn_mean, budget_curve=[(k * turns, v) for k, v in at_k.items()],
         not_okay_reasons=dict(Counter(a.not_okay for a in attempts if a.not_okay)),
         review_flags=dict(Counter(f for a in attempts for f in a.review_flags or ())),
-        judge_mean=_mean(ratings) if ratings else None)
+        judge_mean=_mean(ratings) if ratings else None, ci=_intervals(groups, bests, solved, k_max))
 
 
 def summarize(trajectories: Iterable[Trajectory], thresholds: Sequence[float] = DEFAULT_THRESHOLDS,

@@ -8,6 +8,10 @@ Files written into the folder (or `out`):
 - `best_at_k.png`: best@k against k trajectories.
 - `summary.md`: the run's settings, the metrics table, per-turn curves, Not-Okay reasons, per-task bests.
 - `metrics.json`: every metric per configuration.
+
+Every mean over tasks is shown with its 95 % bootstrap interval over tasks (error bars, `[low, high]` in the
+tables), every y-axis starts at 0, configurations of unequal budgets are said to be so (titles and a warning), and a
+CPU-backend run says that its speedups say nothing about GPU speed.
 """
 
 from __future__ import annotations
@@ -25,8 +29,26 @@ from kernel_gym.rollout import log as rlog
 PLOTS = ("speedup_vs_turn.png", "serial_vs_parallel.png", "best_at_k.png")
 
 
+CPU_NOTE = ("CPU backend: speedups are wall-clock ratios of the Triton interpreter against eager PyTorch on CPU; "
+            "they say nothing about GPU speed (run on device=cuda for speedups that mean something)")
+
+
 def _fmt(value: float) -> str:
-    return f"{value:.3f}"
+    """3 decimals from 1 up, 3 significant digits below: a CPU-scale speedup of 0.0004 is not shown as 0.000."""
+    if value == 0 or abs(value) >= 1:
+        return f"{value:.3f}"
+    return f"{value:.3g}"
+
+
+def _interval(ci: Sequence[float] | None) -> str:
+    return "" if not ci else f" [{_fmt(ci[0])}, {_fmt(ci[1])}]"
+
+
+def budget_note(metrics: dict[str, ConfigMetrics]) -> str | None:
+    """A warning when the configurations compared do not have the same number of attempts per task, else None."""
+    from kernel_gym.rollout.budget import parse_budgets, unequal_budgets
+
+    return unequal_budgets(parse_budgets([m.config for m in metrics.values()])) if metrics else None
 
 
 def _pct(value: float) -> str:
@@ -39,13 +61,13 @@ def summary_rows(metrics: dict[str, ConfigMetrics], thresholds: Sequence[float] 
     if thresholds is None:
         thresholds = [p for p in next(iter(metrics.values())).fast_p if p >= 1] if metrics else []
     review = any("review_flag" in m.rates for m in metrics.values())  # an LLM judge: its flags beside the hacks
-    headers = ["config", "tasks", "traj", "attempts", "correct", "solved", "mean speedup",
+    headers = ["config", "tasks", "traj", "attempts", "correct", "solved", "mean speedup [95% CI]",
                *[f"fast_{p:g}" for p in thresholds], "best@1", "hack", *(["review"] if review else []), "format err",
                "not-okay"]
     rows = []
     for m in metrics.values():
         rows.append([m.config, str(m.tasks), str(m.trajectories), str(m.attempts), _pct(m.rates["correct"]),
-                     _pct(m.solved), _fmt(m.mean_speedup), *[_pct(m.fast_p.get(float(p), 0.0)) for p in thresholds],
+                     _pct(m.solved), _fmt(m.mean_speedup) + _interval(m.ci.get("mean_speedup")), *[_pct(m.fast_p.get(float(p), 0.0)) for p in thresholds],
                      _fmt(m.best_at_k.get(1, 0.0)), _pct(m.rates["hack"]),
                      *([_pct(m.rates.get("review_flag", 0.0))] if review else []), _pct(m.rates["format_error"]),
                      _pct(m.rates["not_okay"])])
@@ -85,14 +107,31 @@ def _log2_axis(ax) -> None:
     ax.xaxis.set_minor_formatter(NullFormatter())
 
 
-def plot_turns(metrics: dict[str, ConfigMetrics], path: Path | None = None):
+def _curve(ax, xs: Sequence[float], ys: Sequence[float], ci: Sequence[Sequence[float]] | None, **kwargs) -> None:
+    """A line with its 95 % bootstrap interval over tasks as error bars."""
+    if ci and len(ci) == len(ys):
+        low = [max(0.0, y - lo) for y, (lo, _) in zip(ys, ci)]
+        high = [max(0.0, hi - y) for y, (_, hi) in zip(ys, ci)]
+        ax.errorbar(xs, ys, yerr=[low, high], capsize=3, **kwargs)
+    else:
+        ax.plot(xs, ys, **kwargs)
+
+
+def _finish(fig, axes, note: str | None) -> None:
+    for ax in axes:
+        ax.set_ylim(bottom=0)  # from 0: timing noise between identical kernels stays a small wiggle, not a gap
+    caption = "error bars: 95% bootstrap intervals over tasks"
+    fig.suptitle(caption + (f"\n{note}" if note else ""), fontsize=8, color="firebrick" if note else "black")
+
+
+def plot_turns(metrics: dict[str, ConfigMetrics], path: Path | None = None, note: str | None = None):
     """Best-so-far mean speedup against the turn, per configuration. Returns the figure (saved when `path`)."""
-    fig = _figure(11, 4)
+    fig = _figure(11, 4.4)
     axes = fig.subplots(1, 2, sharey=True)
     for m in metrics.values():
         turns = list(range(1, len(m.turn_best) + 1))
-        axes[0].plot(turns, m.turn_best, marker="o", label=m.config)
-        axes[1].plot(turns, m.turn_mean, marker="o", label=m.config)
+        _curve(axes[0], turns, m.turn_best, m.ci.get("turn_best"), marker="o", label=m.config)
+        _curve(axes[1], turns, m.turn_mean, m.ci.get("turn_mean"), marker="o", label=m.config)
     axes[0].set_title("best of all K trajectories, turns <= t")
     axes[1].set_title("one trajectory's best so far (mean over K)")
     for ax in axes:
@@ -102,18 +141,21 @@ def plot_turns(metrics: dict[str, ConfigMetrics], path: Path | None = None):
     axes[0].set_ylabel("mean best speedup over tasks")
     if metrics:
         axes[0].legend(title="trajectories x turns")
+    _finish(fig, axes, note)
     return _save(fig, path)
 
 
-def plot_budget(metrics: dict[str, ConfigMetrics], path: Path | None = None):
+def plot_budget(metrics: dict[str, ConfigMetrics], path: Path | None = None, note: str | None = None):
     """Serial vs parallel at equal budget: mean best speedup and solved fraction against attempts per task."""
-    fig = _figure(11, 4)
+    fig = _figure(11, 4.4)
     axes = fig.subplots(1, 2)
     for m in metrics.values():
         turns = len(m.turn_best) or 1
         xs = [k * turns for k in m.pass_at_k]
-        axes[0].plot([b for b, _ in m.budget_curve], [v for _, v in m.budget_curve], marker=".", label=m.config)
-        axes[1].plot(xs, list(m.pass_at_k.values()), marker=".", label=m.config)
+        _curve(axes[0], [b for b, _ in m.budget_curve], [v for _, v in m.budget_curve],
+               list(m.ci.get("best_at_k", {}).values()), marker=".", label=m.config)
+        _curve(axes[1], xs, list(m.pass_at_k.values()), list(m.ci.get("pass_at_k", {}).values()), marker=".",
+               label=m.config)
     budgets = sorted({m.budget_curve[-1][0] for m in metrics.values() if m.budget_curve})
     for ax in axes:
         for b in budgets:
@@ -121,27 +163,31 @@ def plot_budget(metrics: dict[str, ConfigMetrics], path: Path | None = None):
         _log2_axis(ax)
         ax.set_xlabel("attempts per task (k trajectories x T turns)")
         ax.grid(alpha=0.3)
+    equal = len(budgets) <= 1
     axes[0].set_ylabel("mean best speedup over tasks")
-    axes[0].set_title("speedup at equal budget")
+    axes[0].set_title("speedup at equal budget" if equal else "speedup by budget (unequal final budgets: dashed)")
     axes[1].set_ylabel("fraction of tasks solved")
-    axes[1].set_title("correctness at equal budget")
+    axes[1].set_title("correctness at equal budget" if equal else "correctness by budget (unequal final budgets)")
     if metrics:
         axes[0].legend(title="trajectories x turns")
+    _finish(fig, axes, note)
     return _save(fig, path)
 
 
-def plot_best_at_k(metrics: dict[str, ConfigMetrics], path: Path | None = None):
+def plot_best_at_k(metrics: dict[str, ConfigMetrics], path: Path | None = None, note: str | None = None):
     """best@k (expected best speedup of k trajectories, mean over tasks) against k."""
-    fig = _figure(6, 4)
+    fig = _figure(6, 4.6)
     ax = fig.subplots()
     for m in metrics.values():
-        ax.plot(list(m.best_at_k), list(m.best_at_k.values()), marker="o", label=m.config)
+        _curve(ax, list(m.best_at_k), list(m.best_at_k.values()), list(m.ci.get("best_at_k", {}).values()),
+               marker="o", label=m.config)
     _log2_axis(ax)
     ax.set_xlabel("k trajectories")
     ax.set_ylabel("best@k: mean best speedup")
     ax.grid(alpha=0.3)
     if metrics:
         ax.legend(title="trajectories x turns")
+    _finish(fig, [ax], note)
     return _save(fig, path)
 
 
@@ -164,14 +210,20 @@ def write_report(folder: str | Path, out: str | Path | None = None,
     target.mkdir(parents=True, exist_ok=True)
     metrics = summarize(trajs, thresholds)
     paths = {name: target / name for name in PLOTS}
-    plot_turns(metrics, paths["speedup_vs_turn.png"])
-    plot_budget(metrics, paths["serial_vs_parallel.png"])
-    plot_best_at_k(metrics, paths["best_at_k.png"])
+    note = CPU_NOTE if run_device(folder) == "cpu" else None
+    plot_turns(metrics, paths["speedup_vs_turn.png"], note)
+    plot_budget(metrics, paths["serial_vs_parallel.png"], note)
+    plot_best_at_k(metrics, paths["best_at_k.png"], note)
     paths["metrics.json"] = target / "metrics.json"
     paths["metrics.json"].write_text(json.dumps({k: _metrics_json(m) for k, m in metrics.items()}, indent=2) + "\n")
     paths["summary.md"] = target / "summary.md"
     paths["summary.md"].write_text(markdown_summary(folder, trajs, metrics, thresholds))
     return paths
+
+
+def run_device(folder: str | Path) -> str | None:
+    """The device a rollout folder's run evaluated on ("cpu" or "cuda"; None when run.json does not say)."""
+    return ((rlog.read_run(Path(folder)) or {}).get("env") or {}).get("device")
 
 
 def _metrics_json(m: ConfigMetrics) -> dict[str, Any]:
@@ -187,12 +239,15 @@ def markdown_summary(folder: Path, trajs: list[Trajectory], metrics: dict[str, C
     lines = [f"# Rollout report: {folder.name}", "",
              f"- policy: `{run.get('policy', '?')}`", f"- env: `{json.dumps(run.get('env', {}))}`",
              f"- trajectories: {len(trajs) - incomplete} complete, {incomplete} incomplete (left out of the metrics)",
+             *([f"- **{CPU_NOTE}**"] if (run.get("env") or {}).get("device") == "cpu" else []),
+             *([f"- **warning: {budget_note(metrics)}**"] if budget_note(metrics) else []),
              "", "## Summary", "", summary_table(metrics, markdown=True), "",
              "correct, hack, format err and not-okay (and review, with an LLM judge: turns it flagged for review, not "
              "hacks) are fractions of all attempts; solved = fast_0; mean speedup is "
              "Kevin's (per task the best correct speedup, 0 if none, averaged over tasks); fast_p is KernelBench's "
              "(fraction of tasks with an attempt correct and faster than p); best@1 is the expected best of one "
-             "trajectory. Conventions: docs/rollouts.md.", "",
+             "trajectory. Intervals in brackets and error bars are 95 % bootstrap intervals over tasks (the tasks "
+             "resampled; timing noise within a task is not in them). Conventions: docs/rollouts.md.", "",
              "![speedup vs turn](speedup_vs_turn.png)", "", "![serial vs parallel](serial_vs_parallel.png)", "",
              "![best@k](best_at_k.png)", "", "## fast_p", ""]
     lines.append(table(["config", *[f"fast_{p:g}" for p in thresholds]],

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kernel_gym.errors import ConfigError
 from kernel_gym.rewards import aggregate
 from kernel_gym.trajectory import read_log
 
@@ -56,6 +57,29 @@ def log_files(paths: Iterable[str | Path]) -> list[Path]:
     for p in map(Path, paths):
         files.extend(sorted(p.rglob("*.jsonl")) if p.is_dir() else [p])
     return files
+
+
+def check_logs(paths: Iterable[str | Path]) -> list[Path]:
+    """The trajectory logs of `paths`: a file named must be one; a folder must hold at least one (its other .jsonl
+    files, e.g. samples written beside a run's log, are passed over). Otherwise a `ConfigError` names the path that
+    is missing, the folder without logs, or the file that is not a log."""
+    paths = list(map(Path, paths))
+    missing = [str(p) for p in paths if not p.exists()]
+    if missing:
+        raise ConfigError(f"no such log: {', '.join(missing)}")
+    files: list[Path] = []
+    for p in paths:
+        found = [f for f in log_files([p]) if _is_log(f)]
+        if not found:
+            raise ConfigError(f"{p} is not a trajectory log: no record with 'turn' and 'info' (a log is the JSONL "
+                              "an env writes with log_dir=..., or a `kernel-gym rollout` folder)" if p.is_file() else
+                              f"{p} holds no trajectory log (.jsonl records with 'turn' and 'info')")
+        files.extend(f for f in found if f not in files)
+    return files
+
+
+def _is_log(path: Path) -> bool:
+    return any(isinstance(r.get("info"), dict) and "turn" in r for r in read_log(path))
 
 
 def episodes(paths: Iterable[str | Path]) -> list[Episode]:

@@ -35,10 +35,12 @@ class TrajectoryLog:
 def read_log(path: str | Path) -> list[dict[str, Any]]:
     """All records of a log; a last line cut off by a crash is skipped."""
     records = []
-    with open(path, encoding="utf-8") as f:
+    with open(path, encoding="utf-8", errors="replace") as f:  # a binary file reads as no records, not a crash
         for line in f:
             try:
-                records.append(json.loads(line))
+                record = json.loads(line)
             except json.JSONDecodeError:
                 continue
+            if isinstance(record, dict):
+                records.append(record)
     return records

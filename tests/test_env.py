@@ -7,12 +7,22 @@ import subprocess
 import sys
 import textwrap
 import tomllib
+import warnings
 
 import gymnasium as gym
 import pytest
+from gymnasium.error import ResetNeeded
 
 import kernel_gym  # noqa: F401 - registers KernelRefine-v0
-from kernel_gym.errors import ConfigError, KernelGymError, UnknownPresetError, UnknownTaskError
+from kernel_gym.errors import (
+    ConfigError,
+    KernelGymError,
+    TaskFileNotFoundError,
+    TaskFormatError,
+    UnknownNameError,
+    UnknownPresetError,
+    UnknownTaskError,
+)
 from kernel_gym.paths import data_dir
 from kernel_gym.rewards import aggregate
 from kernel_gym.tasks import list_tasks
@@ -259,7 +269,9 @@ def test_episode_history_scores_and_returns(make_env, respond, relu_code, soluti
     assert info3["returns"] == aggregate([s1, s2, s3], 0.4, "sum")
     assert info3["returns"] == pytest.approx([0.16 * s3, 0.4 * s3, s3])
     assert info3["episode_end"] == "max_turns"
-    with pytest.raises(KernelGymError, match="reset"):
+    with pytest.raises(ResetNeeded, match="reset"):  # gymnasium's own error type (and a KernelGymError)
+        env.step(r3)
+    with pytest.raises(KernelGymError):
         env.step(r3)
     # a reset starts a new episode at turn 1
     env.reset(seed=1)
@@ -289,10 +301,29 @@ def test_split_tasks_are_sampled_from_the_split(make_env):
     assert not picks & set(list_tasks(split="train"))
 
 
-def test_unknown_task_raises_at_reset(make_env):
-    env = make_env(task="level1/rleu")
+def test_unknown_task_raises_at_make(make_env):
     with pytest.raises(UnknownTaskError, match="Did you mean 'level1/relu'"):
-        env.reset(seed=0)
+        make_env(task="level1/rleu")
+    with pytest.raises(UnknownTaskError, match="Did you mean 'level1/relu'"):
+        make_env(task=["level1/softmax", "level1/rleu"])
+    with pytest.raises(UnknownNameError, match="unknown suite 'level3'"):
+        make_env(task="suite:level3")
+
+
+def test_task_file_mistakes_raise_at_make(make_env, tmp_path):
+    with pytest.raises(TaskFileNotFoundError, match="task file not found: .*nope.py"):
+        make_env(task=str(tmp_path / "nope.py"))
+    bad = tmp_path / "no_inputs.py"
+    bad.write_text("import torch\nclass Model(torch.nn.Module):\n    pass\ndef get_init_inputs():\n    return []\n")
+    with pytest.raises(TaskFormatError, match="lacks get_inputs"):
+        make_env(task=str(bad))
+
+
+def test_render_mode_other_than_ansi_is_refused(make_env):
+    with pytest.warns(UserWarning, match="render_mode='human'"), pytest.raises(ConfigError, match="render_mode must"):
+        make_env(render_mode="human")  # gymnasium only warns; the env refuses
+    env = make_env(render_mode="ansi")
+    assert env.reset(seed=0)[0] == env.render()
 
 
 # ---- gymnasium API ----------------------------------------------------------------------------------------
@@ -301,7 +332,9 @@ def test_check_env(make_env):
 
     env = make_env(max_turns=3)
     assert env.unwrapped.spec.nondeterministic is True  # timings differ run to run
-    check_env(env.unwrapped, skip_render_check=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # check_env warns through warnings.warn: none may be raised
+        check_env(env.unwrapped)
     # what check_env's determinism check skips for a nondeterministic env, checked where it holds:
     obs_a, _ = env.reset(seed=123)
     step_a = env.step("no code here")

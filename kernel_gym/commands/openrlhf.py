@@ -1,7 +1,11 @@
 """`kernel-gym openrlhf-agent-path` and `kernel-gym openrlhf-data`: what an OpenRLHF run needs from kernel-gym.
 
     kernel-gym openrlhf-agent-path                     the file for --train.agent_func_path
-    kernel-gym openrlhf-data --suite level1 --out prompts.jsonl [--split train] [--max-turns 4] [--env KEY=VALUE]
+    kernel-gym openrlhf-data --suite level1 --out prompts.jsonl [--split train|eval|all] [--max-turns 4]
+                             [--env KEY=VALUE]
+
+Only the train split's tasks are written unless --split says otherwise: the eval split is held out, and
+`--split all` (mixing it into training data) is for when that is what you mean.
 
 Each JSONL record is {"prompt": <the env's reset observation>, "label": <JSON object string>}: the label holds
 "task" plus every --max-turns/--env setting, which the agent passes to gym.make. Train with
@@ -15,6 +19,8 @@ import json
 import sys
 from pathlib import Path
 
+from kernel_gym.commands import add_split_argument
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     path = sub.add_parser("openrlhf-agent-path", help="print the OpenRLHF agent file (--train.agent_func_path)")
@@ -23,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                           description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     data.add_argument("--suite", required=True, help="a task suite (level1, level2, ...) or 'all'")
     data.add_argument("--out", required=True, help="the JSONL file to write")
-    data.add_argument("--split", default=None, choices=("train", "eval"), help="only tasks of this split")
+    add_split_argument(data)
     data.add_argument("--max-turns", type=int, default=None, help="max_turns written into every label")
     data.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
                       help="a gym.make keyword for every label (VALUE parsed as JSON when it can be), repeatable")
@@ -58,9 +64,10 @@ def env_options(pairs: list[str], max_turns: int | None) -> dict:
 
 
 def records(suite: str | None, split: str | None, options: dict, repeat: int = 1, device: str = "cuda") -> list[dict]:
-    """One {"prompt", "label"} record per task (the prompt is the env's reset observation with these options)."""
+    """One {"prompt", "label"} record per task of `suite` in `split` ("train", "eval", "all"; None: all) (the prompt
+    is the env's reset observation with these options)."""
     from kernel_gym.env import KernelRefineEnv
-    from kernel_gym.tasks import list_tasks
+    from kernel_gym.tasks import in_split, list_tasks
 
     class _NoEvaluation:  # rendering a prompt evaluates nothing: no worker pool needed
         def evaluate(self, job):
@@ -72,7 +79,7 @@ def records(suite: str | None, split: str | None, options: dict, repeat: int = 1
     out = []
     env = KernelRefineEnv(evaluator=_NoEvaluation(), **{"device": device, **options})
     try:
-        for task_id in list_tasks(None if suite == "all" else suite, split):
+        for task_id in [t for t in list_tasks(None if suite == "all" else suite) if in_split(t, split or "all")]:
             obs, _ = env.reset(seed=0, options={"task": task_id})
             label = json.dumps({"task": task_id, **options}, sort_keys=True)
             out.extend({"prompt": obs, "label": label} for _ in range(repeat))
@@ -82,20 +89,22 @@ def records(suite: str | None, split: str | None, options: dict, repeat: int = 1
 
 
 def _data(args: argparse.Namespace) -> int:
-    from kernel_gym.errors import KernelGymError
-
     try:
         rows = records(args.suite, args.split, env_options(args.env, args.max_turns), args.repeat, args.device)
-    except (KernelGymError, ValueError, TypeError) as e:
+    except (ValueError, TypeError) as e:  # kernel_gym's own errors are printed by kernel_gym.cli
         print(f"kernel-gym openrlhf-data: {e}", file=sys.stderr)
         return 2
     if not rows:
-        print(f"kernel-gym openrlhf-data: no tasks in suite {args.suite!r} (split {args.split})", file=sys.stderr)
+        print(f"kernel-gym openrlhf-data: no tasks in suite {args.suite!r} of split {args.split}", file=sys.stderr)
         return 2
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w", encoding="utf-8") as f:
         for row in rows:
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
-    print(f"wrote {len(rows)} prompts to {out}")
+    tasks = len(rows) // max(1, args.repeat)
+    note = {"train": "the train split only; the eval split is held out (--split all to include it)",
+            "eval": "the eval split only (held-out tasks)",
+            "all": "train and eval splits mixed (--split all)"}[args.split]
+    print(f"wrote {len(rows)} prompts ({tasks} tasks: {note}) to {out}")
     return 0

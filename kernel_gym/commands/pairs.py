@@ -2,6 +2,9 @@
 
     kernel-gym pairs LOG... --out pairs.jsonl [--min-gap 0.02] [--noise-k 2] [--max-per-task 64]
                      [--group task|prompt] [--format plain|chat] [--no-hacked-pairs] [--seed 0]
+                     [--split train|eval|all]
+
+Only responses to training tasks are paired unless --split says otherwise (held-out tasks stay out of training data).
 
 LOG is a .jsonl log or a folder searched for them (an env's log_dir, a rollout folder). The rules and the timing
 noise band are in docs/preference.md; the summary line goes to stderr, so --out - writes the pairs to stdout.
@@ -12,6 +15,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+
+from kernel_gym.commands import add_split_argument
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -31,28 +36,27 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="strings, or chat message lists (for --apply_chat_template trainers)")
     parser.add_argument("--no-hacked-pairs", action="store_true", help="skip 'honest failure beats hack' pairs")
     parser.add_argument("--seed", type=int, default=0, help="seed of the per-task subset")
+    add_split_argument(parser)
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
+    from kernel_gym.preference.candidates import read_candidates
+    from kernel_gym.preference.pairs import PairConfig, PairStats, make_pairs, stats_dict, write_pairs
+    from kernel_gym.samples import check_logs
+    from kernel_gym.tasks import in_split
 
-    from kernel_gym.errors import KernelGymError
-    from kernel_gym.preference.pairs import PairConfig, PairStats, pairs_from_logs, stats_dict, write_pairs
-
-    missing = [p for p in args.logs if not Path(p).exists()]
-    if missing:
-        print(f"kernel-gym pairs: no such log: {', '.join(missing)}", file=sys.stderr)
-        return 2
-    try:
-        config = PairConfig(min_gap=args.min_gap, noise_k=args.noise_k, missing_cv=args.missing_cv,
-                            max_per_task=args.max_per_task or None, group=args.group, format=args.format,
-                            hacked_pairs=not args.no_hacked_pairs, seed=args.seed)
-    except KernelGymError as e:
-        print(f"kernel-gym pairs: {e}", file=sys.stderr)
-        return 2
+    files = check_logs(args.logs)  # a missing path or a file that is not a log: one line, exit 2 (kernel_gym.cli)
+    config = PairConfig(min_gap=args.min_gap, noise_k=args.noise_k, missing_cv=args.missing_cv,
+                        max_per_task=args.max_per_task or None, group=args.group, format=args.format,
+                        hacked_pairs=not args.no_hacked_pairs, seed=args.seed)
+    candidates = read_candidates(files)
+    kept = [c for c in candidates if in_split(c.task, args.split)]
+    if len(kept) < len(candidates):
+        print(f"left out {len(candidates) - len(kept)} responses to tasks outside the {args.split} split "
+              f"(--split all keeps them)", file=sys.stderr)
     stats = PairStats()
-    records = pairs_from_logs(args.logs, config, stats)
+    records = make_pairs(kept, config, stats)
     if args.out == "-":
         for record in records:
             sys.stdout.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")

@@ -126,6 +126,7 @@ def run_rollout(args: argparse.Namespace) -> int:
     print(f"{len(result.tasks)} tasks, configurations {', '.join(b.label for b in result.budgets)}: "
           f"{result.ran} trajectories run, {result.skipped} already complete in {args.out}\n")
     print(summary_table(result.metrics()))
+    _cpu_note(args.out)
     if args.report:
         paths = write_report(args.out)
         print(f"\nreport: {paths['summary.md']}")
@@ -148,5 +149,13 @@ def run_report(args: argparse.Namespace) -> int:
         print(f"kernel-gym report: {e}", file=sys.stderr)
         return 2
     print(summary_table(summarize(trajectories(args.dir), thresholds)))
+    _cpu_note(args.dir)
     print("\nwrote " + ", ".join(str(p) for p in paths.values()))
     return 0
+
+
+def _cpu_note(folder: str) -> None:
+    from kernel_gym.report import CPU_NOTE, run_device
+
+    if run_device(folder) == "cpu":
+        print(f"\nnote: {CPU_NOTE}")

@@ -35,13 +35,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _evaluator(args: argparse.Namespace):
     spec = args.evaluator.strip()
     if spec == "local":
+        from kernel_gym.device import local_device
         from kernel_gym.eval.evaluator import LocalEvaluator
 
-        device = args.device
-        if device == "auto":
-            import torch
-
-            device = "cuda" if torch.cuda.is_available() else "cpu"
+        device = local_device(args.device)  # "cuda" without a GPU: one line, exit 2
         gpus = None
         if device == "cuda":
             import torch

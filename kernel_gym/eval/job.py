@@ -40,9 +40,10 @@ class EvalConfig:
     max_rel_l2: float = 1e-2
     """Bound on ||out - ref|| / ||ref||: stops near-zero or degenerate outputs passing a loose atol."""
     compile_timeout_s: float = 300.0
-    """Import of the candidate (load_inline builds run here) plus its first call (Triton JIT)."""
+    """Import of the candidate (load_inline/nvcc and NVRTC builds run here), constructing ModelNew and its first call
+    (Triton JIT): each of these requests has this long (docs/evaluation.md, "Outcomes")."""
     run_timeout_s: float = 120.0
-    """Correctness and timing together."""
+    """Everything after the first call, together: correctness checks and timing."""
     call_timeout_s: float | None = None
     """Longest single call of the solution after its first; None follows the reference's call time: max(2 s, 50x)
     on cuda, max(30 s, 1000x) on cpu (interpreted Triton is slow). A call past it is a `timeout` at once."""
@@ -84,18 +85,58 @@ class EvalConfig:
 
 @dataclass(frozen=True, kw_only=True)
 class EvalJob:
-    """One candidate to evaluate. Plain data, sent to a worker as JSON."""
+    """One candidate to evaluate. Plain data, sent to a worker as JSON.
+
+    Only `task_id` and `code` are needed: what is left out follows the task and the config's device, as in the env
+    (`gym.make(size="auto")`): the task's source is loaded from its id, the backend detected from the code, and the
+    sizes are the task's small CPU sizes on `device="cpu"` (full sizes on "cuda"), with its second shape, dtype,
+    precision contract and tolerance.
+
+    >>> job = EvalJob(task_id="level1/relu", code=open("my_relu.py").read())        # doctest: +SKIP
+    >>> kernel_gym.evaluate_many([job], workers=2)                                    # doctest: +SKIP
+    """
 
     task_id: str
-    task_source: str
     code: str
-    backend: str  # "triton" | "cuda"
-    sizes: dict[str, Any] = field(default_factory=dict)  # overrides of the task's size globals
-    alt_sizes: dict[str, Any] | None = None  # a second shape, None when the task has none
-    dtype: str = "float32"
-    allow_precision: bool = False  # the task allows fp16/bf16/tf32 inside its fp32 contract
-    tolerance: tuple[float, float] | None = None  # the task's own (atol, rtol), overriding the per-dtype default
+    task_source: str = ""
+    """The reference program; "" loads it from `task_id` (`kernel_gym.tasks.load_task`: an id or a path)."""
+    backend: str = "auto"
+    """"triton", "cuda", "cuda_raw", or "auto": detected from the code (Triton when nothing says otherwise)."""
+    sizes: dict[str, Any] | None = None
+    """Overrides of the task's size globals ({} = the file's own, full sizes); None: the task's sizes for the
+    config's device (its KERNEL_GYM["cpu"] sizes on cpu, full sizes on cuda) and its second shape as `alt_sizes`."""
+    alt_sizes: dict[str, Any] | None = None
+    """A second shape for the specialisation check; None: none (or, with `sizes=None`, the task's own)."""
+    dtype: str | None = None
+    """The task's dtype; None: read from the task."""
+    allow_precision: bool | None = None
+    """Whether the task allows fp16/bf16/tf32 inside its fp32 contract; None: read from the task."""
+    tolerance: tuple[float, float] | None = None
+    """The task's own (atol, rtol), overriding the per-dtype default; None: the task's, if it sets one."""
     config: EvalConfig = field(default_factory=EvalConfig)
+
+    def __post_init__(self) -> None:
+        if self.backend == "auto":
+            from kernel_gym.actions import detect_backend
+
+            object.__setattr__(self, "backend", detect_backend(self.code) or "triton")
+        if self.task_source and None not in (self.sizes, self.dtype, self.allow_precision):
+            return  # fully given (as job_for and from_dict do): nothing to read
+        from kernel_gym.tasks import load_task
+        from kernel_gym.tasks.task import parse_task
+
+        task = parse_task(self.task_id, self.task_source) if self.task_source else load_task(self.task_id)
+        object.__setattr__(self, "task_source", task.source)
+        if self.sizes is None:
+            object.__setattr__(self, "sizes", task.sizes_for(self.config.device))
+            if self.alt_sizes is None:
+                object.__setattr__(self, "alt_sizes", task.alt_sizes_for(self.config.device))
+        if self.dtype is None:
+            object.__setattr__(self, "dtype", task.dtype)
+        if self.allow_precision is None:
+            object.__setattr__(self, "allow_precision", task.allow_precision)
+        if self.tolerance is None:
+            object.__setattr__(self, "tolerance", task_tolerance(task))
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

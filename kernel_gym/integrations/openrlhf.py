@@ -262,10 +262,11 @@ class KernelRefineAgent(AgentInstanceBase):
             self.env = None
 
     def _make_env(self, env_kwargs: dict[str, Any]):
-        from kernel_gym.env import KernelRefineEnv, _auto_device
+        from kernel_gym.device import local_device
+        from kernel_gym.env import KernelRefineEnv
 
         device = env_kwargs.get("device", "auto")
-        env_kwargs["device"] = _auto_device() if device == "auto" else device
+        env_kwargs["device"] = local_device("auto") if device == "auto" else device
         evaluator = self.evaluator or shared_evaluator(env_kwargs["device"])
         return KernelRefineEnv(evaluator=evaluator, **env_kwargs)
 

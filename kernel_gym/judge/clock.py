@@ -13,7 +13,6 @@ reference, so nothing a candidate can touch reads or writes a time.
 
 from __future__ import annotations
 
-import base64
 import collections
 import time
 from typing import Any

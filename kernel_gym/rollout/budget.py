@@ -30,6 +30,16 @@ class Budget:
         return self.trajectories * self.turns
 
 
+def unequal_budgets(budgets: Sequence[Budget]) -> str | None:
+    """A warning when the configurations do not spend the same attempts per task (K·T), else None: a comparison
+    "at equal budget" needs equal budgets (or reading the curves at a common budget)."""
+    if len({b.attempts for b in budgets}) <= 1:
+        return None
+    shown = ", ".join(f"{b.label} = {b.attempts}" for b in budgets)
+    return (f"unequal budgets (attempts per task: {shown}): compare the configurations at a common budget "
+            "(the report's serial_vs_parallel.png), not by their final numbers")
+
+
 def parse_budgets(spec: str | Sequence[str | Budget | tuple[int, int]]) -> list[Budget]:
     """"128x1,32x4,16x8" (or a list of labels, Budgets or (K, T) pairs) -> Budgets, duplicates dropped."""
     items = spec.split(",") if isinstance(spec, str) else list(spec)
@@ -56,7 +66,7 @@ def parse_budgets(spec: str | Sequence[str | Budget | tuple[int, int]]) -> list[
 def resolve_tasks(spec: str | Sequence[str]) -> list[str]:
     """Task ids from "level1/relu,level1/softmax", a suite ("level1", "suite:level2"), "all", paths, or a list of
     any of these; each is checked now (an unknown id raises UnknownTaskError with close matches)."""
-    from kernel_gym.tasks import list_tasks, load_task
+    from kernel_gym.tasks import list_suites, list_tasks, load_task
 
     items = [s for s in spec.split(",")] if isinstance(spec, str) else list(spec)
     out: list[str] = []
@@ -66,7 +76,7 @@ def resolve_tasks(spec: str | Sequence[str]) -> list[str]:
         name = item.removeprefix("suite:")
         if item == "all":
             found = list_tasks()
-        elif item.startswith("suite:") or ("/" not in name and not name.endswith(".py") and list_tasks(name)):
+        elif item.startswith("suite:") or name in list_suites():
             found = list_tasks(name)
             if not found:
                 raise ConfigError(f"the suite {name!r} has no tasks")

@@ -25,7 +25,7 @@ from kernel_gym.errors import ConfigError
 from kernel_gym.metrics import ConfigMetrics, Trajectory, not_okay_reason, summarize
 from kernel_gym.policies.base import Policy, PolicyError, Request, as_text, make_policy
 from kernel_gym.rollout import log as rlog
-from kernel_gym.rollout.budget import DEFAULT_CONFIGS, Budget, parse_budgets, resolve_tasks
+from kernel_gym.rollout.budget import DEFAULT_CONFIGS, Budget, parse_budgets, resolve_tasks, unequal_budgets
 from kernel_gym.rollout.progress import progress_bar
 
 logger = logging.getLogger(__name__)
@@ -102,6 +102,8 @@ def evaluate(policy: Policy | str, tasks: str | Sequence[str], configs: str | Se
     """
     cfg = RolloutConfig(**settings)
     budgets, task_ids = parse_budgets(configs), resolve_tasks(tasks)
+    if unequal_budgets(budgets):
+        logger.warning(unequal_budgets(budgets))
     own_policy = not isinstance(policy, Policy)
     policy = make_policy(policy)
     device = _device(cfg.env.get("device", "auto"), evaluator)
@@ -288,13 +290,13 @@ def _jsonable(value: Any) -> Any:
 
 
 def _device(device: str, evaluator: Any) -> str:
-    if device != "auto":
-        return device
-    if evaluator is not None and getattr(evaluator, "device", None) in ("cpu", "cuda"):
-        return evaluator.device
-    import torch
+    from kernel_gym.device import local_device
 
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "auto" and evaluator is not None and getattr(evaluator, "device", None) in ("cpu", "cuda"):
+        return evaluator.device
+    if evaluator is None or device == "auto":
+        return local_device(device)  # a pool on this machine: "cuda" without a GPU is refused before anything runs
+    return device
 
 
 def _seed(base: int, config: str, task: str, index: int) -> int:

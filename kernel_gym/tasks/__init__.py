@@ -13,12 +13,12 @@ import re
 from functools import cache
 from pathlib import Path
 
-from kernel_gym.errors import ConfigError, UnknownTaskError
+from kernel_gym.errors import ConfigError, TaskFileNotFoundError, UnknownNameError, UnknownTaskError
 from kernel_gym.paths import data_dir
 from kernel_gym.tasks import kernelbench
 from kernel_gym.tasks.task import Task, parse_task
 
-__all__ = ["SPLITS", "Task", "list_tasks", "load_task", "split_of", "tasks_dir"]
+__all__ = ["SPLITS", "Task", "in_split", "list_suites", "list_tasks", "load_task", "split_of", "tasks_dir"]
 
 SPLITS = ("train", "eval")
 
@@ -50,11 +50,22 @@ def split_of(task_id: str) -> str | None:
     return entry["split"] if entry and "split" in entry else assign_split(task_id)
 
 
+def in_split(task_id: str, split: str) -> bool:
+    """Whether a task belongs in data for `split`: "all" takes every task; "eval" only the built-in held-out tasks;
+    "train" every task but those (tasks outside the built-in suites have no split, and count as training tasks)."""
+    if split == "all":
+        return True
+    if split not in SPLITS:
+        raise ConfigError(f"unknown split {split!r}: use one of {', '.join(SPLITS)} or 'all'")
+    task_split = split_of(task_id)
+    return task_split == "eval" if split == "eval" else task_split != "eval"
+
+
 def list_tasks(suite: str | None = None, split: str | None = None) -> list[str]:
     """Ids of the built-in tasks, optionally of one suite (`"level1"`, `"level2"`) and/or split (`"train"`, `"eval"`).
 
     `suite="kernelbench"` (or `"kernelbench/level1"`, ...) lists the tasks of the indexed KernelBench checkout;
-    those have no split, so `split=` leaves them out.
+    those have no split, so `split=` leaves them out. An unknown suite raises `UnknownNameError` (with close matches).
     """
     if split is not None and split not in SPLITS:
         raise ConfigError(f"unknown split {split!r}: use one of {', '.join(SPLITS)}")
@@ -64,9 +75,16 @@ def list_tasks(suite: str | None = None, split: str | None = None) -> list[str]:
     ids = list(_suite_index())
     if suite is not None:
         ids = [i for i in ids if i.startswith(suite.rstrip("/") + "/")]
+        if not ids:
+            raise UnknownNameError("suite", suite, list_suites())
     if split is not None:
         ids = [i for i in ids if split_of(i) == split]
     return ids
+
+
+def list_suites() -> list[str]:
+    """Names `list_tasks(suite=...)` accepts: the built-in suites (`level1`, `level2`, `c2cuda`) and `kernelbench`."""
+    return sorted({i.split("/", 1)[0] for i in _suite_index()} | {kernelbench.PREFIX})
 
 
 def _level_of(task_id: str) -> int | None:
@@ -99,4 +117,6 @@ def load_task(id_or_path: str | Path) -> Task:
         return parse_task(str(path.resolve()), path.read_text(), path.resolve())
     if path.suffix == ".c" and path.is_file():
         return _load_c(path.resolve())
+    if path.suffix in (".py", ".c"):
+        raise TaskFileNotFoundError(str(path))
     raise UnknownTaskError("task", key, list(index))

@@ -352,7 +352,8 @@ def test_openrlhf_data_labels_round_trip_into_env_resets(tmp_path, evaluator):
     assert main(["openrlhf-data", "--suite", "level1", "--out", str(out), "--max-turns", "2",
                  "--env", "device=cpu", "--env", "checks=strict"]) == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
-    assert len(rows) == len(list_tasks("level1")) and all(set(r) == {"prompt", "label"} for r in rows)
+    # the train split by default: no held-out task in training data
+    assert len(rows) == len(list_tasks("level1", "train")) and all(set(r) == {"prompt", "label"} for r in rows)
     for row in rows:
         kwargs, seed = adapter.env_settings(row["label"])  # what the agent builds its env from
         assert kwargs["max_turns"] == 2 and kwargs["device"] == "cpu" and kwargs["checks"] == "strict"

@@ -5,8 +5,8 @@ import math
 import pytest
 import torch
 
-from kernel_gym.errors import TaskFormatError, UnknownTaskError
-from kernel_gym.tasks import list_tasks, load_task, tasks_dir
+from kernel_gym.errors import ConfigError, TaskFormatError, UnknownNameError, UnknownTaskError
+from kernel_gym.tasks import in_split, list_suites, list_tasks, load_task, tasks_dir
 
 ALL_TASKS = list_tasks()
 
@@ -19,7 +19,18 @@ def test_suites_are_populated():
     assert all(t.startswith("level2/") for t in level2)
     assert set(level1) | set(level2) <= set(ALL_TASKS)
     assert "level1/relu" in level1
-    assert list_tasks("no_such_suite") == []
+    with pytest.raises(UnknownNameError, match="unknown suite 'level3'. Did you mean 'level2', 'level1'?"):
+        list_tasks("level3")  # an unknown suite is a mistake, not an empty suite
+    assert "level1" in list_suites() and "kernelbench" in list_suites()
+
+
+def test_in_split_keeps_held_out_tasks_out_of_train():
+    train, held_out = list_tasks("level1", "train")[0], list_tasks("level1", "eval")[0]
+    assert in_split(train, "train") and not in_split(held_out, "train")
+    assert in_split(held_out, "eval") and not in_split(train, "eval")
+    assert in_split(held_out, "all") and in_split("/my/own/task.py", "train")  # no split: a training task
+    with pytest.raises(ConfigError):
+        in_split(train, "test")
 
 
 def test_load_by_id():
@@ -65,7 +76,7 @@ def test_unknown_id_has_a_did_you_mean_hint():
 
 
 def test_missing_path_is_unknown(tmp_path):
-    with pytest.raises(UnknownTaskError):
+    with pytest.raises(UnknownTaskError, match=r"^task file not found: .*nope\.py$"):  # not "unknown task ... Known:"
         load_task(str(tmp_path / "nope.py"))
 
 

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The README's install: a virtual environment in .venv with kernel-gym (editable) and everything its tests use, so
+# that `.venv/bin/python -m pytest -q` runs every CPU test (only GPU tests skip). About 2 minutes on a fresh machine.
+#
+#   bash scripts/install.sh            # creates or updates ./.venv (PYTHON=python3.12 picks another interpreter)
+#
+# What it installs:
+# - kernel-gym[dev]: torch, Triton, gymnasium; pytest and ruff; matplotlib, notebook execution, transformers,
+#   datasets (rollouts, reports, preference pairs); Ray (kernel-gym[ray]) and the HTTP service (kernel-gym[serve]);
+# - OpenRLHF's Python package *without* its GPU stack (vLLM, DeepSpeed, flash-attn: `--no-deps`), plus the two light
+#   packages its modules import: enough for kernel_gym.integrations.openrlhf and its tests. Training itself needs the
+#   full stack on GPU machines: `pip install "kernel-gym[train]"` (docs/openrlhf.md).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3}
+OPENRLHF_VERSION=0.11.2  # the adapter patches OpenRLHF's SamplesGenerator: pinned to the version the tests verified
+
+"$PYTHON" -m venv .venv
+# --no-compile: no byte-compiling of the ~6 GB installed (torch, CUDA libraries, Ray, ...) up front, ~1 CPU-minute;
+# Python compiles each module the first time it is imported instead.
+.venv/bin/python -m pip install -q --no-compile -e ".[dev]" pylatexenc aiohttp
+.venv/bin/python -m pip install -q --no-compile --no-deps "openrlhf==${OPENRLHF_VERSION}"
+echo "kernel-gym installed in .venv ($(.venv/bin/kernel-gym --version)); run .venv/bin/kernel-gym demo"
