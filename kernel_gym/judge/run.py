@@ -261,12 +261,13 @@ class JudgeRun:
             self.compiled = True
         self.signals.update({k: float(v) for k, v in (extra.get("signals") or {}).items()
                              if isinstance(v, (int, float))})
-        outcome = Outcome(error.get("outcome", "runtime_error"))
-        where = {"compile": "importing the solution", "first_call": "the first call of forward()"}.get(
-            self.stage, f"the {self.stage} stage")
-        if outcome in (Outcome.UNSUPPORTED, Outcome.COMPILE_ERROR) and self.stage == "compile":
-            raise Stop(outcome, str(error.get("message", "")))
-        raise Stop(outcome, f"{where} failed:\n{error.get('message', '')}")
+        try:
+            outcome = Outcome(error.get("outcome", "runtime_error"))
+        except ValueError:
+            outcome = Outcome.RUNTIME_ERROR
+        if outcome is Outcome.CORRECT:  # a runner does not say what is correct
+            outcome = Outcome.RUNTIME_ERROR
+        raise Stop(outcome, str(error.get("message", ""))[:20_000])  # (runner text: where it failed, its frames)
 
     def check_evidence(self, evidence: dict[str, Any]) -> None:
         """The per-call checks on what the candidate's runner saw (evidence: forgeable, so it can only reject)."""

@@ -22,7 +22,7 @@ import torch
 
 from kernel_gym import cuda_raw
 from kernel_gym.eval import cuda, launches, loading
-from kernel_gym.eval.errors import candidate_traceback, classify, trim
+from kernel_gym.eval.errors import classify, describe_failure, trim
 from kernel_gym.eval.integrity import Snapshot
 from kernel_gym.sandbox.shared import Attached, dtype_name
 
@@ -346,4 +346,4 @@ class Session:
 def failure(exc: BaseException, stage: str) -> dict[str, Any]:
     """An exception of candidate (or task) code as the runner reports it: an outcome and a readable message."""
     outcome, poisoned = classify(exc, stage)
-    return {"outcome": outcome.value, "message": candidate_traceback(exc), "poisoned": poisoned}
+    return {"outcome": outcome.value, "message": describe_failure(exc, stage), "poisoned": poisoned}
