@@ -59,7 +59,7 @@ for arg in "$@"; do
       timeout "$T" python3 -m kernel_gym.tasks.measure --out "$OUT/manifest.json" \
         --only $(python3 -c "import json; print(' '.join(k for k in json.load(open('tasks/manifest.json'))['tasks'] if k.startswith('c2cuda/')))") ;;
     judge-tests)  # the trusted judge on the GPU: IPC tensors and events, the hang limit, the GPU attack suite
-      timeout "$T" python3 -m pytest -m gpu tests/gpu/test_judge_gpu.py tests/anti_hacking/test_gpu_attacks.py \
+      timeout "$T" python3 -m pytest -m gpu tests/gpu/test_judge_gpu.py tests/gpu/test_confine_gpu.py tests/anti_hacking/test_gpu_attacks.py \
         -p no:cacheprovider -q -rfE -s --durations=10 ;;
     judge-noop)
       timeout "$T" python3 benchmarks/bench_judge.py noop --n 300 --out "$OUT" ;;

@@ -81,7 +81,7 @@ class CudaClock:
         torch.cuda.synchronize(self.device)
 
     def time(self, runner: Any, fields: dict[str, Any], deadline: float, op: str = "call") -> tuple[Sample, dict]:
-        go, done = self._events[id(runner)]
+        go, done, copied = self._events[id(runner)]
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         gate_ms = self.gate_ms
         torch.cuda.synchronize(self.device)
@@ -92,8 +92,10 @@ class CudaClock:
         go.record()
         reply = runner.request(op, deadline=deadline, timed=True, gate=bool(gate_ms), **fields)
         lead = (_perf_counter() - t0) * 1e3
-        torch.cuda.current_stream(self.device).wait_event(done)
+        stream = torch.cuda.current_stream(self.device)
+        stream.wait_event(done)
         end.record()
+        stream.wait_event(copied)  # the caller's snapshot of the outputs comes after the runner's copy
         end.synchronize()
         t1 = _perf_counter()
         if gate_ms:  # the next gate covers the recent leads of both sides with room to spare

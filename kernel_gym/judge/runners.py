@@ -68,7 +68,7 @@ class RunnerProcess:
         self.ready_info: dict | None = None
         self.log_offset = 0
         self.dead = False
-        self.events: tuple | None = None  # cuda: the judge's "go" and "done" interprocess events for this runner
+        self.events: tuple | None = None  # cuda: the judge's "go", "done", "copied" interprocess events for it
         self.limits: list[str] = []  # what confined it (its first job's `begin` says)
 
     @property
@@ -96,19 +96,19 @@ class RunnerProcess:
         return self.ready_info
 
     def _bind_events(self, deadline: float) -> None:
-        """The runner's "go" and "done" interprocess events, made by the judge once and opened by the runner before
-        it is confined (event handles may need files the confined runner cannot open)."""
+        """The runner's "go", "done" and "copied" interprocess events, made by the judge once and opened by the runner
+        before it is confined (event handles may need files the confined runner cannot open)."""
         import base64
 
         import torch
 
-        go, done = torch.cuda.Event(interprocess=True), torch.cuda.Event(interprocess=True)
-        go.record()  # recorded once, so that a wait on either before the first real record passes at once
-        done.record()
+        events = {name: torch.cuda.Event(interprocess=True) for name in ("go", "done", "copied")}
+        for e in events.values():
+            e.record()  # recorded once, so that a wait before the first real record passes at once
         torch.cuda.synchronize()
-        self.events = (go, done)
-        self.request("events", deadline=deadline, stage="compile", go=base64.b64encode(go.ipc_handle()).decode(),
-                     done=base64.b64encode(done.ipc_handle()).decode())
+        self.events = (events["go"], events["done"], events["copied"])
+        self.request("events", deadline=deadline, stage="compile",
+                     **{name: base64.b64encode(e.ipc_handle()).decode() for name, e in events.items()})
 
     def mark_job_start(self) -> None:
         try:

@@ -142,11 +142,13 @@ class Session:
         self.slots[slot] = Attached(descriptor, fds, self.device)
         return {}
 
-    def bind_events(self, go: str, done: str) -> dict[str, Any]:
+    def bind_events(self, **handles: str) -> dict[str, Any]:
+        """The judge's interprocess events: "go" (the call may start), "done" (the call's work is over: the end of
+        the timed interval) and "copied" (its outputs are in the judge's buffers)."""
         import base64
 
-        self.events = {"go": torch.cuda.Event.from_ipc_handle(self.device, base64.b64decode(go)),
-                       "done": torch.cuda.Event.from_ipc_handle(self.device, base64.b64decode(done))}
+        self.events = {name: torch.cuda.Event.from_ipc_handle(self.device, base64.b64decode(handle))
+                       for name, handle in handles.items() if name in ("go", "done", "copied")}
         return {}
 
     # ---- calls ---------------------------------------------------------------------------------------------------
@@ -244,9 +246,11 @@ class Session:
                 gc.enable()
         if cuda_dev:
             self.join(timed and gate, gated)
+        if timed and cuda_dev:  # the timed interval ends here: the copy below is not the call's work
+            self.events["done"].record(torch.cuda.current_stream(self.device))
         self.deliver(out, slot_out, evidence)
         if timed and cuda_dev:
-            self.events["done"].record(torch.cuda.current_stream(self.device))
+            self.events["copied"].record(torch.cuda.current_stream(self.device))
         elif cuda_dev:
             torch.cuda.synchronize()
 
@@ -292,6 +296,7 @@ class Session:
             stream = torch.cuda.current_stream(self.device)
             stream.wait_event(self.events["go"])
             self.events["done"].record(stream)
+            self.events["copied"].record(stream)
         return {}
 
     def harness(self) -> dict[str, Any]:

@@ -233,11 +233,35 @@ def create_app(evaluator: Any, *, token: str | None = None, max_request_bytes: i
     @app.get("/metrics")
     async def get_metrics(request: Request, format: str = "prometheus"):
         authorize(request)
+        judge = _judge_status(evaluator)
         if format == "json":
-            return metrics.snapshot()
-        return PlainTextResponse(metrics.prometheus(), media_type="text/plain; version=0.0.4")
+            return {**metrics.snapshot(), **({"judge": judge} if judge else {})}
+        text = metrics.prometheus()
+        if judge:  # the machine's judge behind a shared LocalEvaluator: its queue and waits
+            text += "".join(
+                f"# HELP kernel_gym_judge_{name} {what}\n# TYPE kernel_gym_judge_{name} gauge\n"
+                f"kernel_gym_judge_{name} {value}\n"
+                for name, value, what in (
+                    ("queued", judge.get("queued", 0), "Jobs waiting in the machine's judge (all clients)."),
+                    ("running", judge.get("running", 0), "Jobs the judge runs now."),
+                    ("clients", judge.get("clients", 0), "Clients connected to the judge."),
+                    ("queue_wait_median_seconds", judge.get("queue_wait", {}).get("median_s", 0),
+                     "Median wait of a job in the judge's queue."),
+                    ("timing_wait_median_seconds", judge.get("timing_lock_wait", {}).get("median_s", 0),
+                     "Median wait for the GPU before a job's timing.")))
+        return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
 
     return app
+
+
+def _judge_status(evaluator: Any) -> dict[str, Any]:
+    """The status of the machine's judge when the evaluator is a client of it, else {}."""
+    if not getattr(evaluator, "shared", False):
+        return {}
+    try:
+        return evaluator.pool.status()
+    except Exception:  # noqa: BLE001 - metrics never fail for want of the judge
+        return {}
 
 
 def _too_large(size: int, limit: int) -> ApiError:
