@@ -108,7 +108,8 @@ class JudgeRun:
     def inputs(self, seed: int, module: Any = None, scale: float | None = None) -> list[Any]:
         """The task's inputs for `seed`, made here (never in a runner); the pristine copy of a call."""
         module = module or self.module
-        with _RNG_LOCK, torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
+        devices = [torch.cuda.current_device()] if self.device.type == "cuda" else []
+        with _RNG_LOCK, torch.random.fork_rng(devices=devices):
             torch.manual_seed(seed)
             with torch.device(self.device):
                 values = [v.to(self.device) if isinstance(v, torch.Tensor) else v for v in module.get_inputs()]

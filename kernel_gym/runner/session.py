@@ -52,7 +52,7 @@ class Session:
     """The runner's state across the requests of one job (models, mapped tensors) and across jobs (the device)."""
 
     def __init__(self, device: str, root: Path, snapshot: Snapshot):
-        self.device = torch.device(device)
+        self.device = torch.device("cuda", torch.cuda.current_device()) if device == "cuda" else torch.device(device)
         self.root, self.snapshot = root, snapshot
         self.modules: dict[str, types.ModuleType] = {}
         self.models: dict[str, Any] = {}
