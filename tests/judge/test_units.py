@@ -1,0 +1,78 @@
+"""The judge's parts on their own: the channel, shared arenas, the registry of dynamic checks, seeds."""
+
+from __future__ import annotations
+
+import os
+import socket
+
+import pytest
+import torch
+
+from kernel_gym.sandbox.channel import Channel, ChannelTimeout
+from kernel_gym.sandbox.shared import Arena, Attached, Spec
+
+
+def test_channel_passes_messages_and_descriptors():
+    a, b = socket.socketpair()
+    left, right = Channel(a), Channel(b)
+    r, w = os.pipe()
+    left.send({"op": "bind", "nfds": 1}, [r])
+    message = right.receive(deadline=None)
+    assert message["op"] == "bind" and len(message["_fds"]) == 1
+    os.write(w, b"x")
+    assert os.read(message["_fds"][0], 1) == b"x"
+    with pytest.raises(ChannelTimeout):
+        right.receive(deadline=0)
+    a.sendall(b"not json\n")
+    with pytest.raises(ValueError, match="malformed"):
+        right.receive(deadline=None)
+    for fd in (r, w, message["_fds"][0]):
+        os.close(fd)
+    left.close()
+    right.close()
+
+
+def test_cpu_arena_is_shared_memory():
+    specs = [Spec((4, 3), "float32"), Spec((5,), "int64"), Spec((), "float16")]
+    arena = Arena(specs, torch.device("cpu"))
+    descriptor, fds = arena.descriptor()
+    attached = Attached(descriptor, [os.dup(fds[0])], torch.device("cpu"))
+    arena.tensors[0].copy_(torch.arange(12.0).reshape(4, 3))
+    assert torch.equal(attached.tensors[0], torch.arange(12.0).reshape(4, 3))
+    attached.tensors[1].fill_(7)  # what the runner writes, the judge reads
+    assert arena.tensors[1].tolist() == [7] * 5
+    assert [tuple(t.shape) for t in attached.tensors] == [(4, 3), (5,), ()]
+    assert all(t.data_ptr() % 256 == 0 for t in arena.tensors)
+    attached.close()
+    arena.close()
+
+
+def test_layout_is_validated():
+    with pytest.raises(ValueError):
+        Spec.from_json([[2, -1], "float32"])
+    with pytest.raises(ValueError):
+        Spec.from_json([[2], "no_such_dtype"])
+
+
+def test_dynamic_checks_registered_in_one_visible_order():
+    from kernel_gym.eval.hacks import DYNAMIC_CHECKS
+    from kernel_gym.judge import checks
+
+    assert list(checks.ORDER) == [n for n in checks.ORDER if n in checks.REGISTRY] == list(checks.REGISTRY)
+    for check in checks.REGISTRY.values():
+        assert check.rule, f"{check.name}: its docstring is its rule"
+        assert check.stage in ("correctness", "timing")
+    with pytest.raises(ValueError, match="twice"):
+        checks.dynamic_check("trials")(lambda jr: None)
+    named = {"input_specialization", "input_distribution", "torch_compute", "decoy_kernel", "library_time",
+             "shape_specialization", "output_caching", "no_custom_kernel"}
+    assert named <= set(DYNAMIC_CHECKS)
+
+
+def test_seed_streams_are_apart_and_salted():
+    from kernel_gym.judge.seeds import STREAMS, seed_for
+
+    used = {"trial": 10, "warmup": 10, "timed": 300, "reuse": 2}  # how many calls each stream serves at most
+    seeds = [seed_for(0, 12345, s, i) for s in STREAMS for i in range(used.get(s, 1))]
+    assert len(set(seeds)) == len(seeds)  # no two calls of a job share inputs
+    assert seed_for(0, 0, "trial", 0) != seed_for(0, 1, "trial", 0)
