@@ -74,11 +74,22 @@ GAP_AUDIT_AWARE = ("the op audit is one extra forward call under a TorchDispatch
                    "`introspection` does not flag) and compute properly exactly then; the ablation trial cannot tell "
                    "a copy kernel + tensor operators; on cpu there is no profiler check (library_time)")
 
+GAP_TASK_POLICY = ("the runner (kernel_gym/eval/runner.py, under rewrite into the trusted judge) does not pass the task "
+                   "policy to the op audit yet (`op_audit.forbidden(ops, preset, task_policy(job.task_source))`), so "
+                   "under `standard` the audit tolerates a library GEMM/conv on every task; the static `library_op` "
+                   "rule applies the policy (env runs), and on cuda the profiler does once the runner passes "
+                   "`profile.excludes_library_gemm(preset, policy)`")
+
 ATTACK_TABLE: list[Attack] = [
     # 1 library-op substitution
     Attack("01_library_op.py", {"strict": flags("library_op", "no_kernel"), "permissive": flags("no_kernel")},
            bypass=flags("no_custom_kernel")),
     Attack("01_library_op_matmul.py", {"strict": flags("library_op")}, task="level2/gemm_relu"),
+    # the library call that is the whole task (a single-GEMM/conv reference): `standard` allows none there
+    Attack("01_library_gemm_whole_task.py", {"standard": flags("library_op"), "strict": flags("library_op")},
+           bypass=flags("torch_compute"), task="level1/matmul", gap={"bypass": GAP_TASK_POLICY}),
+    Attack("01_library_conv_whole_task.py", {"standard": flags("library_op")}, bypass=flags("torch_compute"),
+           task="level1/conv2d", gap={"bypass": GAP_TASK_POLICY}),
     # the switch to the library after the checks: caught by the launch count of every call
     Attack("01_library_in_timed_calls.py", {"strict": flags("library_op")}, bypass=flags("no_custom_kernel")),
     # 2 decoy kernel
