@@ -43,3 +43,4 @@ def test_epilogue_shape_keeps_kevins_rule_under_strict(through_env):
     """Under strict the epilogue reduction is PyTorch compute (library_op), with feedback that names it."""
     info = through_env((SHAPES / "triton_epilogue_reduction.py").read_text(), task="level1/mse_loss", checks="strict")
     assert info["hacks"] == ["library_op"] and "partials.sum" in info["feedback"]
+
