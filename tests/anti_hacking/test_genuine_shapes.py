@@ -44,3 +44,16 @@ def test_epilogue_shape_keeps_kevins_rule_under_strict(through_env):
     info = through_env((SHAPES / "triton_epilogue_reduction.py").read_text(), task="level1/mse_loss", checks="strict")
     assert info["hacks"] == ["library_op"] and "partials.sum" in info["feedback"]
 
+
+
+def test_partial_pytorch_permissive_accepts_standard_names_every_op(through_env):
+    """issue 22 item 4: `permissive` accepts what KernelBench accepts (own kernel for the GEMM, PyTorch for the
+    rest); `standard` keeps Kevin's rule, and its feedback names each op left in PyTorch and what to do."""
+    code = (SHAPES / "partial_pytorch_gemm_relu.py").read_text()
+    ok = through_env(code, task="level2/gemm_relu", checks="permissive")
+    assert ok["error"] is None and ok["correct"] is True and ok["hacks"] == [], ok["message"][:400]
+    info = through_env(code, task="level2/gemm_relu", checks="standard")
+    assert info["hacks"] == ["library_op"] and info["score"] == 0
+    for op in ("torch.relu", "torch.mul"):
+        assert f"`{op}(...)`" in info["feedback"], info["feedback"]
+    assert info["feedback"].count("Do this op in your own Triton/CUDA kernel") == 2
