@@ -120,6 +120,7 @@ def model(forward: str, extra: str = "") -> str:
     ("return launch(x).sum(dim=1)", "level1/relu"),  # the reference does not reduce: no epilogue to keep
     ("return launch(x).sum(dim=1)", "level1/sum_reduce"),  # the reduction is the whole task
     ("launch(x)\nreturn x.mean(dim=1)", "level1/mse_loss"),  # a reduction of forward's input is the work
+    ("launch(x)\nreturn torch.sum(x, dim=1)", "level1/mse_loss"),  # the same, as a torch function
     ("return launch(x).sum(dim=1)", None),  # unknown task: as before the policy
     ("return torch.exp(launch(x)).sum(dim=1)", "level1/mse_loss"),  # other compute stays compute
 ])

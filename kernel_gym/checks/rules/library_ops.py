@@ -50,7 +50,9 @@ def _forward_findings(ctx: Context, fr: FnRef, out: list) -> None:
                 isinstance(parent, ast.Attribute) and parent.value is n):
             r = ctx.resolve(n)
             if r:
-                _resolved(ctx, n, r, is_func, where, out)
+                call = parent if is_func else None
+                of_input = bool(call and call.args and _is_input(ctx, fr, call.args[0]))
+                _resolved(ctx, n, r, is_func, where, out, of_input)
                 continue
             if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and fr.self_name \
                     and n.value.id == fr.self_name:
@@ -72,7 +74,7 @@ def _forward_findings(ctx: Context, fr: FnRef, out: list) -> None:
             _finding(out, n, "@", True, where, "the matrix-multiply operator, torch.matmul")
 
 
-def _resolved(ctx: Context, n: ast.AST, r: str, is_func: bool, where: str, out: list) -> None:
+def _resolved(ctx: Context, n: ast.AST, r: str, is_func: bool, where: str, out: list, of_input: bool = False) -> None:
     root, last = r.split(".")[0], r.rsplit(".", 1)[-1]
     bad = False
     if r.startswith(_COMPILERS) or (not is_func and r in _MODULES):
@@ -92,7 +94,7 @@ def _resolved(ctx: Context, n: ast.AST, r: str, is_func: bool, where: str, out: 
         bad = last in ("matmul", "imatmul")
     if bad:
         _finding(out, n, r + ("(...)" if is_func else ""), r in TORCH_GEMM, where,
-                 epilogue=is_func and root == "torch" and last in EPILOGUE_REDUCTIONS)
+                 epilogue=is_func and root == "torch" and last in EPILOGUE_REDUCTIONS and not of_input)
 
 
 def _method_call(ctx: Context, fr: FnRef, n: ast.Call, where: str, out: list) -> None:
