@@ -4,7 +4,8 @@ count a `torch::zeros` fill as library time); the TF32 `tl.dot` GEMM is an hones
 library call that is the whole single-GEMM/conv task, with static rules bypassed, is the known runner gap.
 
 All jobs run at once over several workers of one cuda pool (the load_inline builds dominate). Run with
-`pytest -m gpu tests/anti_hacking/test_gpu_shapes.py`; set KG_GPU_SHAPES_JSON=path to keep the verdicts.
+`pytest -m gpu tests/anti_hacking/test_gpu_shapes.py`; set KG_GPU_SHAPES_JSON=path to keep the verdicts
+(KG_GPU_SHAPES_ONLY_ATTACKS=1 evaluates the attacks alone).
 """
 
 from __future__ import annotations
@@ -60,10 +61,13 @@ def verdicts():
     ev.start()
     ev.pool.warm_up()
     cases = {**CUDA_SHAPES, **TRITON_SHAPES, TF32[0]: TF32[1]}
+    attacks = dict(ATTACKS)
+    if os.environ.get("KG_GPU_SHAPES_ONLY_ATTACKS"):  # re-run only the attacks (e.g. with a patched runner)
+        cases = {}
     try:
         with ThreadPoolExecutor(max_workers=8) as pool:
             full = {n: pool.submit(ev.evaluate, _job(n, t)) for n, t in cases.items()}
-            bypass = {n: pool.submit(ev.pool.evaluate, _job(n, t)) for n, t in ATTACKS.items()}
+            bypass = {n: pool.submit(ev.pool.evaluate, _job(n, t)) for n, t in attacks.items()}
             out = {n: f.result() for n, f in full.items()} | {n: f.result() for n, f in bypass.items()}
     finally:
         ev.close()
