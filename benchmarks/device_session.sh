@@ -61,6 +61,8 @@ for arg in "$@"; do
     judge-tests)  # the trusted judge on the GPU: IPC tensors and events, the hang limit, the GPU attack suite
       timeout "$T" python3 -m pytest -m gpu tests/gpu/test_judge_gpu.py tests/gpu/test_confine_gpu.py tests/anti_hacking/test_gpu_attacks.py \
         -p no:cacheprovider -q -rfE -s --durations=10 ;;
+    clients)  # 1 vs 8 client processes on the machine's judge: speedup CV, waits, exclusivity
+      timeout "$T" python3 benchmarks/bench_clients.py --clients 1 8 --repeats ${REPEATS:-3} --device cuda --out "$OUT" ;;
     judge-noop)
       timeout "$T" python3 benchmarks/bench_judge.py noop --n 300 --out "$OUT" ;;
     judge-agreement)

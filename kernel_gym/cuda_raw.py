@@ -363,6 +363,8 @@ class RawKernel:
         bx, by, bz = _dims(block, "block")
         packed = self._pack(args)
         STATE.names.add(self.name)
+        if STATE.track_sizes:
+            STATE.note_sizes(args, {})
         self._configs[self.name] = (bx * by * bz, int(shared_mem))
         if STATE.ablate:  # the decoy-kernel trial: the launch is skipped
             STATE.count += 1

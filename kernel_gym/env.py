@@ -196,7 +196,9 @@ class KernelRefineEnv(gym.Env):
         plan_code = plan_code_info(self.score_fn, signals, action, parsed.code_span, self.tokenizer)
         if plan_code is not None:
             reward_info["plan_code"] = plan_code
-        turn = Turn(len(self.turns) + 1, parsed, result, score, render_feedback(result),
+        feedback = render_feedback(result, code=parsed.code, dtype=self.task.dtype,
+                                   allow_precision=self.task.allow_precision)
+        turn = Turn(len(self.turns) + 1, parsed, result, score, feedback,
                     self.summarizer(parsed.reasoning) if parsed.reasoning else "", reward_info)
         self.turns.append(turn)
         truncated = turn.turn >= self.config.max_turns

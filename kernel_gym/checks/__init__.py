@@ -15,9 +15,10 @@ from . import rules as _rules  # noqa: F401  (registers every rule)
 from .context import Context
 from .presets import PRESETS, Preset
 from .registry import RULES, Violation, rule
+from .task_policy import TaskPolicy, task_policy
 
 __all__ = ["Violation", "list_rules", "list_presets", "run_static_checks", "get_preset", "rule", "RULES",
-           "PRESETS", "Preset"]
+           "PRESETS", "Preset", "TaskPolicy", "task_policy"]
 
 
 def list_rules() -> list[str]:
@@ -40,11 +41,15 @@ def get_preset(name: str) -> Preset:
 
 
 def run_static_checks(code: str, preset: str = "standard", *, backend: str | None = None,
-                      task_dtype: str = "float32", allow_precision: bool = False) -> list[Violation]:
+                      task_dtype: str = "float32", allow_precision: bool = False,
+                      task_source: str | None = None) -> list[Violation]:
     """Run the preset's static rules on ``code``; an empty list means no rule fired.
 
     ``backend`` ("triton", "cuda", "cuda_raw", "auto" or None) narrows which own kernels count for
     ``no_kernel``. ``precision`` only runs on float32 tasks and when ``allow_precision`` is False.
+    ``task_source`` (the task's reference program) lets ``standard`` apply its task policy
+    (:mod:`kernel_gym.checks.task_policy`): a library GEMM/conv may stay only beside other work of the task, an
+    epilogue reduction only on a task that is not reductions only; without it both are allowed as before.
     Code that does not parse yields no violations (the compile stage reports syntax errors).
     """
     p = get_preset(preset)
@@ -52,7 +57,7 @@ def run_static_checks(code: str, preset: str = "standard", *, backend: str | Non
         tree = ast.parse(code)
     except (SyntaxError, ValueError):
         return []
-    ctx = Context(code, tree, p, backend, task_dtype, allow_precision)
+    ctx = Context(code, tree, p, backend, task_dtype, allow_precision, task_policy(task_source))
     found: dict[tuple[str, int | None, str], Violation] = {}
     for name in p.rules:
         for v in RULES[name](ctx):

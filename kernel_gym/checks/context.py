@@ -11,6 +11,7 @@ from .classattrs import AttrInfo, class_attrs
 from .cpp import cpp_sources
 from .presets import Preset
 from .reach import FnRef, forward_path
+from .task_policy import PERMISSIVE, TaskPolicy
 
 RAW_BUILDER = "kernel_gym.cuda_raw.compile"  # backend="cuda_raw": its module's attributes are the __global__ kernels
 EXT_BUILDERS = ("torch.utils.cpp_extension.load_inline", "torch.utils.cpp_extension.load", RAW_BUILDER)
@@ -19,9 +20,10 @@ FUNC_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 class Context:
     def __init__(self, code: str, tree: ast.Module, preset: Preset, backend: str | None,
-                 task_dtype: str, allow_precision: bool):
+                 task_dtype: str, allow_precision: bool, task: TaskPolicy = PERMISSIVE):
         self.code, self.tree, self.preset = code, tree, preset
         self.backend, self.task_dtype, self.allow_precision = backend, task_dtype, allow_precision
+        self.task = task  # what the task's reference computes (kernel_gym.checks.task_policy)
         self.names = Names(tree)
         self.resolve = self.names.resolve
         self.parents = parent_map(tree)
@@ -31,8 +33,8 @@ class Context:
         self.has_global_kernel = any("__global__" in text for text, _ in self.cpp)
         self.has_torch_library = any("TORCH_LIBRARY" in text for text, _ in self.cpp)
         self._index()
-        self._find_kernels_and_exts()
         self.ext_functions = self._ext_function_names()
+        self._find_kernels_and_exts()
         self.annotations = {id(a) for n in ast.walk(tree) for a in (
             [getattr(n, "annotation", None), getattr(n, "returns", None)]) if a is not None}
         self.attrs = {c: class_attrs(self, node) for c, node in self.classes.items()}
@@ -85,19 +87,23 @@ class Context:
                 yield node.target, node.value
 
     def _find_kernels_and_exts(self) -> None:
+        """Names and ``self.<attr>``s that hold a kernel, an extension module or an extension function, followed
+        through assignments, containers (``{"mm": ext.mm}``, ``[kernel]``), factories and call arguments
+        (``launch(self.kernel, x)`` makes ``launch``'s parameter a kernel)."""
         self.kernel_names: set[str] = set()
         self.kernel_attrs: set[str] = set()
         self.ext_names: set[str] = set()
         self.ext_attrs: set[str] = set()
+        self.ext_fn_names: set[str] = set()  # hold a function of an extension (``fn = ext.relu``), or a container of them
+        self.ext_fn_attrs: set[str] = set()
         self.ext_factories: set[str] = set()
         for _ in range(4):  # small fixpoint: aliases of aliases, factories returning factories
-            for target, value in self._assignments():
+            for target, value in list(self._assignments()) + list(self._bound_arguments()):
                 while isinstance(target, ast.Subscript):
                     target = target.value
-                launch = isinstance(value, ast.Call) and isinstance(value.func, ast.Subscript)
-                is_kernel = (self.references_jit(value) and not launch) or self._jit_call(value)
-                for hit, names, attrs in ((is_kernel, self.kernel_names, self.kernel_attrs),
-                                          (self.is_ext(value), self.ext_names, self.ext_attrs)):
+                for hit, names, attrs in ((self._holds_kernel(value), self.kernel_names, self.kernel_attrs),
+                                          (self.is_ext(value), self.ext_names, self.ext_attrs),
+                                          (self._holds_ext_fn(value), self.ext_fn_names, self.ext_fn_attrs)):
                     if hit and isinstance(target, ast.Name):
                         names.add(target.id)
                     elif hit and isinstance(target, ast.Attribute):
@@ -107,6 +113,53 @@ class Context:
                 if any(isinstance(n, ast.Return) and n.value is not None and self.is_ext(n.value)
                        for n in ast.walk(fn)):
                     self.ext_factories.add(name)
+
+    def _holds_kernel(self, value: ast.AST) -> bool:
+        if isinstance(value, (ast.Dict, ast.List, ast.Tuple, ast.Set)):
+            elts = value.values if isinstance(value, ast.Dict) else value.elts
+            return any(self._holds_kernel(e) for e in elts)
+        launch = isinstance(value, ast.Call) and isinstance(value.func, ast.Subscript)
+        return (self.references_jit(value) and not launch) or self._jit_call(value)
+
+    def _holds_ext_fn(self, value: ast.AST) -> bool:
+        """``ext.fn`` (a function of an extension module), a name holding one, or a container of them."""
+        if isinstance(value, (ast.Dict, ast.List, ast.Tuple, ast.Set)):
+            elts = value.values if isinstance(value, ast.Dict) else value.elts
+            return any(e is not None and self._holds_ext_fn(e) for e in elts)
+        if isinstance(value, ast.Subscript):
+            return self._holds_ext_fn(value.value)
+        if isinstance(value, ast.Attribute) and self.is_ext(value.value):
+            return self.ext_functions is None or value.attr in self.ext_functions
+        if isinstance(value, ast.Name):
+            return value.id in self.ext_fn_names
+        if isinstance(value, ast.Attribute):
+            return value.attr in self.ext_fn_attrs and isinstance(value.value, ast.Name)
+        return False
+
+    def _bound_arguments(self) -> Iterator[tuple[ast.expr, ast.expr]]:
+        """(parameter, argument) for every call of a solution function, method or class (its ``__init__``) whose
+        target is known by name: ``launch(self.kernel, x)`` binds ``launch``'s first parameter to ``self.kernel``."""
+        for call in ast.walk(self.tree):
+            if not isinstance(call, ast.Call):
+                continue
+            f, target, skip = call.func, None, 0
+            if isinstance(f, ast.Name) and f.id in self.functions:
+                target = self.functions[f.id]
+            elif isinstance(f, ast.Name) and f.id in self.classes:
+                found = self.find_method(f.id, "__init__")
+                target, skip = (found[1], 1) if found else (None, 0)
+            elif isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
+                found = next((ms[f.attr] for ms in self.methods.values() if f.attr in ms), None)
+                target, skip = found, 1
+            if not isinstance(target, FUNC_TYPES):
+                continue
+            params = [a.arg for a in target.args.posonlyargs + target.args.args][skip:]
+            for name, arg in zip(params, call.args):
+                if not isinstance(arg, ast.Starred):
+                    yield ast.Name(id=name, ctx=ast.Store()), arg
+            for kw in call.keywords:
+                if kw.arg:
+                    yield ast.Name(id=kw.arg, ctx=ast.Store()), kw.value
 
     def _jit_call(self, value: ast.AST) -> bool:
         """``triton.jit(fn)`` / ``triton.autotune(...)(triton.jit(fn))`` used as a call, not a decorator."""
@@ -210,11 +263,13 @@ class Context:
         f = n.func
         if isinstance(f, ast.Subscript) and self.references_jit(f.value):
             return "triton"
+        if self.has_global_kernel and not isinstance(f, ast.Attribute) and self._holds_ext_fn(f):
+            return "cuda"  # fn(x), self.ops["mm"](x) with fn / self.ops holding extension functions
         if isinstance(f, ast.Attribute):
             if f.attr == "run" and self.references_jit(f.value):
                 return "triton"
-            if self.is_ext_call(n) and self.has_global_kernel:
-                return "cuda"
+            if self.has_global_kernel and (self.is_ext_call(n) or self._holds_ext_fn(f)):
+                return "cuda"  # ext.fn(x), self.matmul_cuda(x) with self.matmul_cuda = ext.matmul_cuda
             r = self.resolve(f) or ""
             if r.startswith("torch.ops.") and r.split(".")[2] not in ("aten", "prims") \
                     and self.has_torch_library and self.has_global_kernel:

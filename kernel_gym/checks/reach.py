@@ -48,8 +48,10 @@ def forward_path(ctx: Context) -> list[FnRef]:
         if found:
             add(found[0], found[1], name)
 
-    def add_class(cls: str) -> None:
-        for m in ("__init__", "forward", "__call__"):
+    def add_class(cls: str, constructed: bool = True) -> None:
+        """A class used on the forward path: its forward/__call__, and its __init__ only where the forward path
+        may construct it (an instance built in ModelNew.__init__ and held in self ran its __init__ then)."""
+        for m in ("__init__", "forward", "__call__") if constructed else ("forward", "__call__"):
             add_method(cls, m)
 
     if "ModelNew" in ctx.classes:
@@ -72,7 +74,7 @@ def forward_path(ctx: Context) -> list[FnRef]:
                     add_method(fr.owner, n.attr)
                     info = ctx.attr_info(fr.owner, n.attr)
                     for c in info.own if info else ():
-                        add_class(c)
+                        add_class(c, constructed=False)
                     if info and info.func:
                         add(None, ctx.functions.get(info.func), info.func)
                 elif is_super_call(v):

@@ -29,7 +29,7 @@ def static_verdict(job: EvalJob) -> EvalResult | None:
 
     t0 = time.perf_counter()
     violations = run_static_checks(job.code, job.config.checks, backend=job.backend, task_dtype=job.dtype,
-                                   allow_precision=job.allow_precision)
+                                   allow_precision=job.allow_precision, task_source=job.task_source)
     ms = round((time.perf_counter() - t0) * 1e3, 3)
     if not violations:
         return None

@@ -20,10 +20,20 @@ class LaunchState:
     ablate: bool = False  # when True, Triton launches return without running
     names: set[str] = field(default_factory=set)  # kernel names the candidate launched (for the profiler check)
     in_launch: int = 0  # > 0 while a kernel launch runs (torch ops made by the launcher are not the candidate's)
+    track_sizes: bool = False  # while True (the op audit), `largest` follows the tensors handed to own kernels
+    largest: int = 0  # most elements of one tensor handed to an own kernel since tracking began
 
     def reset(self) -> None:
         self.count, self.ablate, self.in_launch = 0, False, 0
+        self.track_sizes, self.largest = False, 0
         self.names.clear()
+
+    def note_sizes(self, args: tuple, kwargs: dict) -> None:
+        """Remember the largest tensor among a launch's arguments (only while the op audit tracks sizes)."""
+        for a in (*args, *kwargs.values()):
+            numel = getattr(a, "numel", None)
+            if callable(numel) and hasattr(a, "data_ptr"):
+                self.largest = max(self.largest, int(numel()))
 
 
 STATE = LaunchState()
@@ -35,6 +45,8 @@ def _wrap_triton_run(original: Callable) -> Callable:
         if warmup:
             return original(self, *args, grid=grid, warmup=warmup, **kwargs)
         STATE.names.add(getattr(self, "__name__", None) or getattr(getattr(self, "fn", None), "__name__", "?"))
+        if STATE.track_sizes:
+            STATE.note_sizes(args, kwargs)
         if STATE.ablate:
             STATE.count += 1
             return None
@@ -71,6 +83,8 @@ def counted_extension(module: types.ModuleType) -> types.ModuleType:
 
 def _counted(fn: Callable) -> Callable:
     def call(*args: Any, **kwargs: Any) -> Any:
+        if STATE.track_sizes:
+            STATE.note_sizes(args, kwargs)
         result = fn(*args, **kwargs)
         STATE.count += 1
         return result

@@ -3,6 +3,12 @@
 The static `library_op` rule reads the source; this audit watches what actually executes, so compute hidden from
 the AST (tensor operators such as `y * (y > 0)`, functions reached through aliases) is seen too. Ops made by a
 kernel launcher itself (the Triton interpreter copies tensors) are not the candidate's and are ignored.
+
+Under `standard` a small epilogue may stay in PyTorch (kernel_gym.checks.task_policy): reductions
+(sum/mean/amax/amin/max/min) that together read at most half as many elements as the largest tensor the solution's
+own kernels were handed in that call (averaging the kernel's per-row losses, summing its per-block partial sums).
+They are recorded as `<op>[epilogue]`; a reduction past that budget (of an input, of a kernel's full-size output,
+or row by row in a loop) is recorded under its own name: it is the work.
 """
 
 from __future__ import annotations
@@ -12,8 +18,10 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from kernel_gym.checks.task_policy import EPILOGUE_REDUCTIONS, TaskPolicy
 from kernel_gym.eval import launches
 
 # Allocation, views, copies, metadata and fills: what a solution may do around its kernels in every preset.
@@ -40,6 +48,7 @@ slow_conv3d_forward thnn_conv2d slow_conv_transpose2d slow_conv_transpose3d mv d
 # Which ops each anti-hack preset tolerates in a candidate's forward (None: any).
 TOLERATED = {"strict": ALLOWED, "kevin-strict": ALLOWED, "standard": ALLOWED | LIBRARY_GEMM, "permissive": None,
              "none": ALLOWED | LIBRARY_GEMM}
+EPILOGUE = "[epilogue]"  # suffix of an op recorded as a small epilogue (see the module docstring)
 
 
 class OpAudit(TorchDispatchMode):
@@ -48,12 +57,23 @@ class OpAudit(TorchDispatchMode):
     def __init__(self) -> None:
         super().__init__()
         self.ops: dict[str, int] = {}
+        self.reduced = 0  # elements read by the epilogue reductions so far
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         if launches.STATE.in_launch == 0 or _from_solution():
             name = func.overloadpacket.__name__
+            if name in EPILOGUE_REDUCTIONS and self._epilogue(args, kwargs or {}):
+                name += EPILOGUE
             self.ops[name] = self.ops.get(name, 0) + 1
         return func(*args, **(kwargs or {}))
+
+    def _epilogue(self, args: tuple, kwargs: dict) -> bool:
+        """Does this reduction stay within the epilogue budget (half the largest tensor an own kernel was handed)?"""
+        x = args[0] if args else kwargs.get("self")
+        if not isinstance(x, torch.Tensor):
+            return False
+        self.reduced += int(x.numel())
+        return 2 * self.reduced <= launches.STATE.largest
 
 
 def _from_solution() -> bool:
@@ -72,17 +92,35 @@ def _from_solution() -> bool:
 
 
 def audit(fn: Callable[[], Any]) -> tuple[Any, dict[str, int]]:
-    """Run fn with the audit on; returns (fn's result, {op name: count})."""
+    """Run fn with the audit on; returns (fn's result, {op name: count}), small epilogues as `<op>[epilogue]`."""
     mode = OpAudit()
-    with mode:
-        out = fn()
+    state = launches.STATE
+    state.track_sizes, state.largest = True, 0
+    try:
+        with mode:
+            out = fn()
+    finally:
+        state.track_sizes, state.largest = False, 0
     return out, mode.ops
 
 
-def forbidden(ops: dict[str, int], preset: str) -> list[str]:
-    """The ops that the preset does not tolerate, most frequent first."""
+def forbidden(ops: dict[str, int], preset: str, task: TaskPolicy | None = None) -> list[str]:
+    """The ops that the preset does not tolerate, most frequent first.
+
+    `task` (kernel_gym.checks.task_policy.task_policy of the job's task source) applies `standard`'s task policy:
+    no library GEMM/conv on a task that is one GEMM/conv (or has none), no epilogue on a task that is reductions
+    only or does not reduce. Without it (None) the library GEMM/conv and small epilogues are tolerated."""
     tolerated = TOLERATED.get(preset, ALLOWED)
     if tolerated is None:
         return []
-    bad = [name for name in ops if name not in tolerated and name.rstrip("_") not in tolerated]
+    epilogue = preset == "standard" and (task is None or task.epilogue_reduction or not task.known)
+    if preset == "standard" and task is not None and not task.library_gemm:
+        tolerated = ALLOWED
+
+    def ok(name: str) -> bool:
+        if name.endswith(EPILOGUE):
+            return epilogue
+        return name in tolerated or name.rstrip("_") in tolerated
+
+    bad = [name for name in ops if not ok(name)]
     return sorted(bad, key=lambda n: -ops[n])

@@ -31,6 +31,16 @@ _ON_STREAM = torch.cuda.stream
 _SYNC = torch.cuda.synchronize
 _CUDA = torch.autograd.DeviceType.CUDA
 _LIBRARY_GEMM = re.compile(r"gemm|xmma|cutlass|cublas|nvjet|conv|cudnn|winograd|fprop|dgrad|wgrad", re.I)
+# Fills (torch.zeros/ones/full, zero_, fill_ of the solution's own buffers): allocation, not library compute; left
+# out of the total like memsets (a `torch.zeros` output costs about one write pass, which can rival the kernel).
+_FILL = re.compile(r"FillFunctor|fill_kernel|\bzero_kernel", re.I)
+
+
+def excludes_library_gemm(preset: str, task: Any = None) -> bool:
+    """Leave library GEMM/conv kernels out of the total? Under `standard`/`permissive`, unless the task's reference
+    is a single GEMM/conv or has none (`task`: a kernel_gym.checks.task_policy.TaskPolicy), where the library call
+    would be the whole work and must count against the solution's own kernels."""
+    return preset in EXCLUDES_LIBRARY_GEMM and (task is None or task.library_gemm)
 
 
 @dataclass(frozen=True)
@@ -61,7 +71,8 @@ def summarize(events: Sequence[Any], own_names: set[str], exclude_library_gemm: 
               ) -> Profile:
     """A profile from the trace's events (torch FunctionEvents).
 
-    With exclude_library_gemm, library GEMM/convolution kernels (cuBLAS, cuBLASLt, CUTLASS, cuDNN) are not counted.
+    Memcpy/memset and fill kernels (torch.zeros/full of the solution's buffers) are never counted; with
+    exclude_library_gemm, library GEMM/convolution kernels (cuBLAS, cuBLASLt, CUTLASS, cuDNN) are not either.
     `markers`: how many marker kernels (one per gated stream) lead the device events. Their stream ids are the
     gated ones; a later kernel on another id is ungated. The stream check is skipped (nothing reported ungated)
     unless the trace looks as expected: that many leading events of one name on that many distinct ids, so a
@@ -80,7 +91,7 @@ def summarize(events: Sequence[Any], own_names: set[str], exclude_library_gemm: 
     library: dict[str, float] = {}
     for event in device:
         name = event.name
-        if name.startswith(("Memcpy", "Memset")):
+        if name.startswith(("Memcpy", "Memset")) or _FILL.search(name):
             continue
         us = getattr(event, "device_time", None)
         us = float((event.cuda_time if us is None else us) or 0.0)  # torch < 2.4 names it cuda_time

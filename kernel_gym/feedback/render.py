@@ -8,6 +8,7 @@ from typing import Any
 import jinja2
 
 from kernel_gym.eval.result import EvalResult
+from kernel_gym.feedback.hints import HintContext, hints_for
 from kernel_gym.signals.summary import profile_text
 
 _ENV = jinja2.Environment(loader=jinja2.PackageLoader("kernel_gym.feedback", "templates"), autoescape=False,
@@ -19,8 +20,10 @@ RULES_BY_PRESET = {
     "kevin-strict": "- Every computation in forward() runs in your own kernels; PyTorch may only allocate, view and read shapes.\n"
                     "- The code may not contain `pass`, `try`, `except` or `torch.nn.functional` anywhere.",
     "standard": "- Your own kernels do the work. The task's main GEMM/convolution may stay a library call (nn.Linear,\n"
-                "  nn.Conv*, torch.matmul/bmm/addmm, cuBLAS/cuDNN) when your kernels do everything else; no other\n"
-                "  PyTorch compute in forward(). PyTorch may allocate, reshape/view and read shapes.",
+                "  nn.Conv*, torch.matmul/bmm/addmm, cuBLAS/cuDNN) when the task has other work and your kernels do\n"
+                "  all of it; when the task is only a GEMM/convolution, it must be your own kernel. A small final\n"
+                "  reduction of your kernel's result (e.g. the mean of per-row losses) may stay; no other PyTorch\n"
+                "  compute in forward(). PyTorch may allocate, reshape/view and read shapes.",
     "permissive": "- PyTorch operations may stay, but at least one kernel of your own must run and carry real work.",
 }
 
@@ -42,8 +45,13 @@ def feedback_fields(result: EvalResult) -> dict[str, Any]:
     return fields
 
 
-def render_feedback(result: EvalResult) -> str:
-    return _ENV.get_template("feedback.j2").render(r=feedback_fields(result)).strip()
+def render_feedback(result: EvalResult, *, code: str | None = None, dtype: str = "float32",
+                    allow_precision: bool = False) -> str:
+    """The feedback text for one result; with the candidate's `code` (and the task's dtype contract), plain hints
+    for honest failures are added (kernel_gym.feedback.hints: e.g. TF32 `tl.dot` on a float32 task)."""
+    fields = feedback_fields(result)
+    fields["hints"] = hints_for(result, HintContext(code, dtype, allow_precision))
+    return _ENV.get_template("feedback.j2").render(r=fields).strip()
 
 
 def status_line(result: EvalResult) -> str:

@@ -76,10 +76,10 @@ def forbid_ops(jr: JudgeRun, ops: dict[str, int], after_timing: bool = False) ->
     """PyTorch compute the preset forbids, among the ops the runner's audit saw, is `torch_compute`."""
     from kernel_gym.eval.op_audit import forbidden
 
-    bad = forbidden(ops if isinstance(ops, dict) else {}, jr.cfg.checks)
+    bad = forbidden(ops if isinstance(ops, dict) else {}, jr.dynamic_preset, jr.policy)
     if not bad:
         return
-    listed = ", ".join(f"aten.{b}" for b in bad[:6])
+    listed = ", ".join(f"aten.{b}" for b in bad)
     if after_timing:
         raise Hack("torch_compute", f"in a call like the timed ones, forward() ran PyTorch compute ({listed}) that "
                    f"checks={jr.cfg.checks!r} does not allow (the checked calls before timing did not); compute it in "
@@ -145,16 +145,16 @@ def ablation(jr: JudgeRun) -> None:
 @dynamic_check("kernel_share", applies=lambda jr: jr.device.type == "cuda")
 def kernel_share(jr: JudgeRun) -> None:
     """On the GPU, the solution's own kernels carry most of the kernel time, by preset (`library_time`)."""
-    from kernel_gym.eval.profile import EXCLUDES_LIBRARY_GEMM, MIN_OWN_SHARE
+    from kernel_gym.eval.profile import MIN_OWN_SHARE, excludes_library_gemm
 
-    call = jr.call(jr.cand, "main", jr.inputs(jr.seed("profile")), profile=True,
-                   own_names=sorted(jr.own_names), exclude_library_gemm=jr.cfg.checks in EXCLUDES_LIBRARY_GEMM)
+    call = jr.call(jr.cand, "main", jr.inputs(jr.seed("profile")), profile=True, own_names=sorted(jr.own_names),
+                   exclude_library_gemm=excludes_library_gemm(jr.dynamic_preset, jr.policy))
     prof = call.evidence.get("profile") or {}
     share = float(prof.get("share", 0.0))
     note_ungated(jr, prof.get("ungated") or [])
     jr.signals["own_kernel_time_share"] = round(share, 4)
     jr.signals["profiled_kernel_ms"] = round(float(prof.get("total_ms", 0.0)), 4)
-    need = MIN_OWN_SHARE.get(jr.cfg.checks, 0.5)
+    need = MIN_OWN_SHARE.get(jr.dynamic_preset, 0.5)
     if share < need:
         top = ", ".join(str(t) for t in (prof.get("top") or [])[:3]) or "library kernels"
         raise Hack("library_time", f"only {100 * share:.1f}% of the GPU time is in your own kernels (need "

@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 
+from kernel_gym.checks.task_policy import task_policy
 from kernel_gym.eval import compare, loading
 from kernel_gym.eval.hacks import Hack
 from kernel_gym.eval.job import EvalJob
@@ -79,6 +80,10 @@ class JudgeRun:
         self.device = torch.device(self.cfg.device)
         self.atol, self.rtol = job.tolerance or self.cfg.tolerances.get(job.dtype, (1e-4, 1e-4))
         self.salt = secrets.randbits(31) if self.cfg.secret_seeds else 0
+        # `standard`'s task policy (library GEMM/conv, epilogue reductions), from the trusted task source
+        self.policy = task_policy(job.task_source)
+        # the dynamic checks' preset: `none` has no static rule but `standard`'s dynamic policy
+        self.dynamic_preset = "standard" if self.cfg.checks == "none" else self.cfg.checks
         self.cand, self.ref = Side(cand, "candidate"), Side(ref, "reference")
         self.stage_ms: dict[str, float] = {}
         self.signals: dict[str, float] = {}

@@ -118,8 +118,11 @@ class RunnerProcess:
 
     def request(self, op: str, *, deadline: float, stage: str, fds: list[int] | tuple[int, ...] = (),
                 **fields: Any) -> dict[str, Any]:
-        """Send one request and return the runner's reply (evidence, or an `error` the caller judges)."""
+        """Send one request and return the runner's reply (evidence, or an `error` the caller judges). Time spent
+        waiting for a fresh runner to start does not count against the request's deadline."""
+        t0 = time.monotonic()
         self.wait_ready()
+        deadline += time.monotonic() - t0
         rid = next(self._ids)
         message = {"op": op, "id": rid, "stage": stage, **fields}
         if fds:

@@ -81,6 +81,11 @@ ATTACK_TABLE: list[Attack] = [
            bypass=flags("no_custom_kernel")),
     # a library GEMM with its own kernel doing the rest is `standard`'s policy (CUDA Agent's rule), so strict only
     Attack("01_library_op_matmul.py", {"strict": flags("library_op"), "standard": None}, task="level2/gemm_relu"),
+    # the library call that is the whole task (a single-GEMM/conv reference): `standard` allows none there
+    Attack("01_library_gemm_whole_task.py", {"standard": flags("library_op"), "strict": flags("library_op")},
+           bypass=flags("torch_compute"), task="level1/matmul"),
+    Attack("01_library_conv_whole_task.py", {"standard": flags("library_op")}, bypass=flags("torch_compute"),
+           task="level1/conv2d"),
     # the switch to the library after the checks: caught by the launch count of every call
     Attack("01_library_in_timed_calls.py", {"strict": flags("library_op")}, bypass=flags("no_custom_kernel")),
     # 2 decoy kernel

@@ -3,7 +3,7 @@
 
 import pytest
 
-from kernel_gym.errors import TaskFormatError
+from kernel_gym.errors import TaskFormatError, UnknownNameError
 from kernel_gym.rewards import get_score, task_difficulty
 from kernel_gym.rewards.scores import TurnSignals
 from kernel_gym.tasks import list_tasks, load_task, tasks_dir
@@ -41,8 +41,10 @@ def test_level_is_not_part_of_the_program_and_selects_no_suite():
     with_level, without = parse_c(SAXPY, "saxpy"), parse_c(SAXPY.replace("level = 1\n", ""), "saxpy")
     assert with_level.meta["level"] == 1 and "level" not in without.meta
     assert program(with_level) == program(without), "the manifest's source_sha256 must not depend on the level"
-    for suite in ("level1", "level2", "level3"):
+    for suite in ("level1", "level2"):
         assert not any(t.startswith("c2cuda/") for t in list_tasks(suite))
+    with pytest.raises(UnknownNameError):  # a level is no suite of its own
+        list_tasks("level3")
 
 
 @pytest.mark.parametrize("bad", ['"easy"', "0", "true", "1.5"])

@@ -21,6 +21,7 @@ from ..allowlists import (
 from ..astutil import COMPILER_CALLS, call_name, is_super_call
 from ..context import Context, FnRef
 from ..registry import rule, violation
+from ..task_policy import EPILOGUE_REDUCTIONS
 
 NAME = "library_op"
 CUDA_MATH = frozenset("""exp exp2 expm1 log log2 log10 log1p sqrt rsqrt pow abs max min floor ceil round trunc sin
@@ -33,8 +34,11 @@ _MODULES = {"torch", "torch.nn", "torch.nn.functional", "torch.cuda", "torch.lin
 _COMPILERS = COMPILER_CALLS + ("torch._dynamo", "torch._inductor", "torch.jit")
 
 
-def _finding(out, node_or_line, what: str, gemm: bool, where: str, note: str = "") -> None:
-    out.append((node_or_line, what, note, gemm, where))
+GEMM, EPILOGUE, COMPUTE = "gemm", "epilogue", "compute"  # what a finding is, for `standard`'s policy
+
+
+def _finding(out, node_or_line, what: str, gemm: bool, where: str, note: str = "", epilogue: bool = False) -> None:
+    out.append((node_or_line, what, note, GEMM if gemm else EPILOGUE if epilogue else COMPUTE, where))
 
 
 def _forward_findings(ctx: Context, fr: FnRef, out: list) -> None:
@@ -46,7 +50,9 @@ def _forward_findings(ctx: Context, fr: FnRef, out: list) -> None:
                 isinstance(parent, ast.Attribute) and parent.value is n):
             r = ctx.resolve(n)
             if r:
-                _resolved(ctx, n, r, is_func, where, out)
+                call = parent if is_func else None
+                of_input = bool(call and call.args and _is_input(ctx, fr, call.args[0]))
+                _resolved(ctx, n, r, is_func, where, out, of_input)
                 continue
             if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and fr.self_name \
                     and n.value.id == fr.self_name:
@@ -68,7 +74,7 @@ def _forward_findings(ctx: Context, fr: FnRef, out: list) -> None:
             _finding(out, n, "@", True, where, "the matrix-multiply operator, torch.matmul")
 
 
-def _resolved(ctx: Context, n: ast.AST, r: str, is_func: bool, where: str, out: list) -> None:
+def _resolved(ctx: Context, n: ast.AST, r: str, is_func: bool, where: str, out: list, of_input: bool = False) -> None:
     root, last = r.split(".")[0], r.rsplit(".", 1)[-1]
     bad = False
     if r.startswith(_COMPILERS) or (not is_func and r in _MODULES):
@@ -87,7 +93,8 @@ def _resolved(ctx: Context, n: ast.AST, r: str, is_func: bool, where: str, out: 
     elif root == "operator":
         bad = last in ("matmul", "imatmul")
     if bad:
-        _finding(out, n, r + ("(...)" if is_func else ""), r in TORCH_GEMM, where)
+        _finding(out, n, r + ("(...)" if is_func else ""), r in TORCH_GEMM, where,
+                 epilogue=is_func and root == "torch" and last in EPILOGUE_REDUCTIONS and not of_input)
 
 
 def _method_call(ctx: Context, fr: FnRef, n: ast.Call, where: str, out: list) -> None:
@@ -108,7 +115,8 @@ def _method_call(ctx: Context, fr: FnRef, n: ast.Call, where: str, out: list) ->
         if info and info.own:
             return
     if m in TENSOR_COMPUTE:
-        _finding(out, n, f"{call_name(n.func)}(...)", m in TENSOR_GEMM, where, f"the Tensor.{m} method")
+        _finding(out, n, f"{call_name(n.func)}(...)", m in TENSOR_GEMM, where, f"the Tensor.{m} method",
+                 epilogue=m in EPILOGUE_REDUCTIONS and not _is_input(ctx, fr, recv))
 
 
 def _getattr(ctx: Context, fr: FnRef, n: ast.Call, where: str, out: list) -> None:
@@ -160,17 +168,68 @@ def _cpp_findings(ctx: Context, out: list) -> None:
     for text, first in ctx.cpp:
         for full, last, line in cpp.namespaced_calls(text, first):
             if last not in CPP_OK:
-                _finding(out, line, f"{full}(...)", last in CPP_GEMM, "in the C++ source")
+                _finding(out, line, f"{full}(...)", last in CPP_GEMM, "in the C++ source",
+                         epilogue=last in EPILOGUE_REDUCTIONS)
         for name, line in cpp.search(_CUBLAS, text, first):
             _finding(out, line, f"{name}(...)", True, "in the C++ source", "cuBLAS/cuDNN")
         if cpp.uses_namespace(text):  # using namespace torch; ... matmul(a, b)
             for name, line in cpp.plain_calls(text, first):
                 if name in (TENSOR_COMPUTE | CPP_GEMM) - CUDA_MATH:
                     _finding(out, line, f"{name}(...)", name in CPP_GEMM or name in TENSOR_GEMM,
-                             "in the C++ source", "a torch op through `using namespace`")
+                             "in the C++ source", "a torch op through `using namespace`",
+                             epilogue=name in EPILOGUE_REDUCTIONS)
         for m, line in cpp.method_calls(text, first):
             if m in TENSOR_COMPUTE:
-                _finding(out, line, f".{m}(...)", m in TENSOR_GEMM, "in the C++ source", "a Tensor method")
+                _finding(out, line, f".{m}(...)", m in TENSOR_GEMM, "in the C++ source", "a Tensor method",
+                         epilogue=m in EPILOGUE_REDUCTIONS)
+
+
+def _is_input(ctx: Context, fr: FnRef, recv: ast.AST) -> bool:
+    """Is ``recv`` one of ModelNew.forward's own inputs (a reduction of an input is the work, not an epilogue)?"""
+    if not (isinstance(recv, ast.Name) and fr.qualname.startswith("ModelNew.")):
+        return False
+    args = getattr(fr.node, "args", None)
+    return args is not None and recv.id in {a.arg for a in args.args + args.kwonlyargs}
+
+
+def _allowed(ctx: Context, kind: str, has_kernel: bool) -> bool:
+    """`standard`: a library GEMM/conv beside other work of the task, or an epilogue reduction on a task that is
+    not just reductions, may stay, when forward launches an own kernel (kernel_gym.checks.task_policy)."""
+    if ctx.preset.library != "standard" or not has_kernel:
+        return False
+    return (kind == GEMM and ctx.task.library_gemm) or (kind == EPILOGUE and ctx.task.epilogue_reduction)
+
+
+def _message(ctx: Context, what: str, where: str, kind: str, has_kernel: bool) -> str:
+    own = "your own Triton/CUDA kernel"
+    if ctx.preset.library != "standard":
+        return (f"`{what}`{where} is PyTorch/library compute; the `{ctx.preset.name}` preset requires every "
+                "computation in forward to run in your own Triton/CUDA kernels. Write it as a kernel; allocation "
+                "(torch.empty/empty_like), views, shape queries and kernel launches are fine.")
+    if kind == GEMM and ctx.task.single_gemm:
+        return (f"`{what}`{where} is a GEMM/convolution library call, and this task's reference is that "
+                "GEMM/convolution and nothing else: the library call would be the whole task. Under `standard` a "
+                f"library GEMM/convolution may stay only beside other work to fuse; write the GEMM/convolution "
+                f"as {own} (tile it; on fp32 keep full precision, e.g. tl.dot(..., input_precision=\"ieee\")).")
+    if kind == GEMM and not ctx.task.library_gemm:
+        return (f"`{what}`{where} is a GEMM/convolution library call, but this task's reference has no "
+                f"GEMM/convolution to keep: it would do the task's work in the library. Compute it in {own}.")
+    if kind == GEMM:
+        return (f"`{what}`{where} is a GEMM/convolution library call; the `standard` preset allows it only when "
+                f"{own} (a @triton.jit launch or a load_inline CUDA kernel) does the rest of the work, but "
+                "forward launches no kernel of yours. Add your own kernel for the remaining ops (or write the "
+                "GEMM as a kernel).")
+    if kind == EPILOGUE and not ctx.task.epilogue_reduction:
+        return (f"`{what}`{where} is a library reduction, and this task's reference is reductions only: it "
+                f"would be the whole task. Write the reduction in {own}.")
+    if kind == EPILOGUE:
+        return (f"`{what}`{where} is a library reduction; `standard` lets a small reduction of your kernel's "
+                "result stay only when forward launches your own kernel that does the work, and it launches none.")
+    return (f"`{what}`{where} is PyTorch/library compute left outside your kernels; under the `standard` preset "
+            "only the task's heavy GEMM/convolution (nn.Linear, nn.Conv*, torch.matmul/mm/bmm/addmm), when the "
+            "task has other work to fuse, and a small final reduction of your kernel's result (sum/mean/amax/...) "
+            f"may stay library calls. Do this op in {own}, ideally fused into the kernel that produces its input "
+            "(e.g. as the GEMM's epilogue).")
 
 
 @rule(NAME)
@@ -181,10 +240,14 @@ def check(ctx: Context):
     (``self.linear(x)``), torch.compile, third-party kernel libraries and torch::/at::/cuBLAS/cuDNN
     compute in C++ sources are flagged. Allocation (torch.empty*/zeros*/full*), views, shape/dtype
     queries, copies, casts, torch.cuda queries, triton.cdiv/next_power_of_2 and kernel launches are
-    allowed. Reading a module's parameters (``self.linear.weight``) is allowed. Under ``standard``
-    the GEMM/convolution (nn.Linear, nn.Conv*, torch.matmul/mm/bmm/addmm/baddbmm, F.linear, F.conv*,
-    ``@``, cuBLAS/cuDNN) may stay a library call when forward also launches an own kernel."""
-    mode = ctx.preset.library or "strict"
+    allowed. Reading a module's parameters (``self.linear.weight``) is allowed; code that only runs when
+    a helper module is built (its ``__init__``: ``nn.init.*``) is not on the forward path. Under ``standard``,
+    when forward also launches an own kernel: the GEMM/convolution (nn.Linear, nn.Conv*,
+    torch.matmul/mm/bmm/addmm/baddbmm, F.linear, F.conv*, ``@``, cuBLAS/cuDNN) may stay a library call if the
+    task's reference has a GEMM/convolution and other work to fuse (a single-GEMM/conv task must be the
+    solution's own kernel); a reduction (sum/mean/amax/amin/max/min, Python or C++) of a tensor other than
+    forward's own inputs may stay as an epilogue unless the task is reductions only. Whether such an epilogue
+    is small is judged dynamically (op audit: its input's size; cuda: the profiler's time share)."""
     out: list = []
     for fr in ctx.forward:
         _forward_findings(ctx, fr, out)
@@ -192,24 +255,10 @@ def check(ctx: Context):
     _cpp_findings(ctx, out)
     has_kernel = bool(ctx.launches)
     seen = set()
-    for node, what, note, gemm, where in out:
+    for node, what, note, kind, where in out:
         line = node if isinstance(node, int) else getattr(node, "lineno", None)
-        if (line, what) in seen or (mode == "standard" and gemm and has_kernel):
+        if (line, what) in seen or _allowed(ctx, kind, has_kernel):
             continue
         seen.add((line, what))
         where = (f" ({note})" if note else "") + (f" {where}" if where else "")
-        if mode == "standard" and gemm:
-            text = (f"`{what}`{where} is a GEMM/convolution library call; the `standard` preset allows it "
-                    "only when your own kernel (a @triton.jit launch or a load_inline CUDA kernel) does "
-                    "the rest of the work, but forward launches no kernel of yours. Add your own kernel "
-                    "for the remaining ops (or write the GEMM as a kernel).")
-        elif mode == "standard":
-            text = (f"`{what}`{where} is PyTorch/library compute; under the `standard` preset only the "
-                    "heavy GEMM/convolution (nn.Linear, nn.Conv*, torch.matmul/mm/bmm/addmm) may stay a "
-                    "library call. Do this op in your own Triton/CUDA kernel, ideally fused with the rest.")
-        else:
-            text = (f"`{what}`{where} is PyTorch/library compute; the `{ctx.preset.name}` preset requires "
-                    "every computation in forward to run in your own Triton/CUDA kernels. Write it as a "
-                    "kernel; allocation (torch.empty/empty_like), views, shape queries and kernel "
-                    "launches are fine.")
-        yield violation(NAME, line, text)
+        yield violation(NAME, line, _message(ctx, what, where, kind, has_kernel))

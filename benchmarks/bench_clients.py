@@ -1,0 +1,108 @@
+"""Many clients, one judge: N client processes evaluate the same genuine kernels at once through the machine's judge
+(as N sub-envs of a vector env, or N OpenRLHF agent workers, would), against N = 1 in the same run.
+
+    python benchmarks/bench_clients.py --clients 1 8 --repeats 5 --device cuda --out DIR
+
+For each N: every client evaluates every genuine Triton solution of tests/solutions `repeats` times; reported per
+kernel: the speedup's CV over all N x repeats evaluations, and over all: the median and worst queue wait, the
+median and worst wait for the GPU before timing, the number of timings that ran without exclusivity (must be 0),
+and the wall time. A markdown table for benchmarks/RESULTS.md is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SOL = ROOT / "tests" / "solutions"
+
+CLIENT = r"""
+import json, sys
+sys.path.insert(0, {root!r})
+from kernel_gym.eval.evaluator import LocalEvaluator
+from kernel_gym.eval.job import EvalConfig, job_for
+from kernel_gym.tasks import load_task
+names, repeats, device = json.loads(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+ev = LocalEvaluator(device, workers=1, shared=True)
+jobs = []
+for r in range(repeats):
+    for name in names:
+        task = load_task(name.replace("_", "/", 1))
+        code = open({sol!r} + "/" + name + ".py").read()
+        jobs.append((name, job_for(task, code, backend="triton", config=EvalConfig(device=device, seed=r))))
+for name, job in jobs:  # one at a time per client, as an env steps
+    r = ev.evaluate(job)
+    print(json.dumps({{"kernel": name, "outcome": r.outcome.value, "speedup": r.speedup,
+                      "queue_wait_ms": r.stage_ms.get("judge_queue_wait"), "gpu_wait_ms": r.stage_ms.get("gpu_lock_wait"),
+                      "not_exclusive": r.signals.get("timing_not_exclusive", 0.0), "timing_ms": r.stage_ms.get("timing"),
+                      "cv": r.timing.runtime_cv if r.timing else None}}), flush=True)
+ev.close()
+"""
+
+
+def run_clients(n: int, names: list[str], repeats: int, device: str) -> dict:
+    script = CLIENT.format(root=str(ROOT), sol=str(SOL))
+    t0 = time.perf_counter()
+    procs = [subprocess.Popen([sys.executable, "-c", script, json.dumps(names), str(repeats), device],
+                              stdout=subprocess.PIPE, text=True) for _ in range(n)]
+    rows = []
+    for p in procs:
+        out, _ = p.communicate()
+        rows += [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    wall = time.perf_counter() - t0
+    by_kernel: dict[str, list[float]] = {}
+    for r in rows:
+        if r["speedup"] is not None:
+            by_kernel.setdefault(r["kernel"], []).append(r["speedup"])
+    cvs = {k: statistics.stdev(v) / statistics.fmean(v) if len(v) > 1 else 0.0 for k, v in by_kernel.items()}
+    waits = [r["queue_wait_ms"] or 0.0 for r in rows]
+    gpu = [r["gpu_wait_ms"] or 0.0 for r in rows]
+    return {"clients": n, "wall_s": round(wall, 2), "evaluations": len(rows),
+            "outcomes": {o: sum(r["outcome"] == o for r in rows) for o in {r["outcome"] for r in rows}},
+            "speedup_cv": {k: round(v, 4) for k, v in cvs.items()},
+            "median_speedup": {k: round(statistics.median(v), 4) for k, v in by_kernel.items()},
+            "queue_wait_ms": {"median": statistics.median(waits), "max": max(waits)},
+            "gpu_wait_ms": {"median": statistics.median(gpu), "max": max(gpu)},
+            "timing_stage_ms_median": statistics.median([r["timing_ms"] or 0.0 for r in rows]),
+            "not_exclusive": sum(1 for r in rows if r["not_exclusive"]), "rows": rows}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--clients", type=int, nargs="+", default=[1, 8])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--kernels", nargs="*", default=None, help="solution stems (default: every level*.py)")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    names = args.kernels or sorted(p.stem for p in SOL.glob("level*.py"))
+    os.environ.setdefault("KERNEL_GYM_JUDGE_DIR", tempfile.mkdtemp(prefix="bench_judges_"))
+    results = [run_clients(n, names, args.repeats, args.device) for n in args.clients]
+    print("\n### One judge, many clients\n")
+    print("| clients | evaluations | wall s | worst speedup CV | median speedup CV | queue wait median / max ms "
+          "| GPU wait median / max ms | timing stage median ms | not exclusive |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in results:
+        cvs = list(r["speedup_cv"].values()) or [0.0]
+        print(f"| {r['clients']} | {r['evaluations']} | {r['wall_s']} | {100 * max(cvs):.2f} % | "
+              f"{100 * statistics.median(cvs):.2f} % | {r['queue_wait_ms']['median']:.0f} / {r['queue_wait_ms']['max']:.0f} "
+              f"| {r['gpu_wait_ms']['median']:.0f} / {r['gpu_wait_ms']['max']:.0f} | {r['timing_stage_ms_median']:.0f} "
+              f"| {r['not_exclusive']} |")
+    for r in results:
+        print(f"\nper-kernel speedup CV, {r['clients']} client(s):",
+              ", ".join(f"{k} {100 * v:.2f} %" for k, v in sorted(r["speedup_cv"].items())))
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "clients.json").write_text(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()

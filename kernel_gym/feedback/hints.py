@@ -1,0 +1,100 @@
+"""Plain hints added to the feedback of an honest failure: what most likely went wrong and how to fix it.
+
+A hint reads the candidate's code and its result; it never changes the verdict or the score and never calls a
+mistake a hack. Registered in `HINTS` (name -> function returning the hint text or None).
+
+- `tf32_dot`: a WRONG OUTPUT on a float32 task from Triton code whose `tl.dot` runs in TF32 (Triton's default for
+  fp32 inputs: about 10 mantissa bits, errors near 1e-3, above the fp32 tolerance) — pass
+  `input_precision="ieee"`.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kernel_gym.eval.result import EvalResult, Outcome
+
+
+@dataclass(frozen=True)
+class HintContext:
+    """What a hint may look at besides the result."""
+
+    code: str | None
+    dtype: str = "float32"
+    allow_precision: bool = False
+
+
+HintFn = Callable[[EvalResult, HintContext], "str | None"]
+HINTS: dict[str, HintFn] = {}
+
+
+def hint(name: str) -> Callable[[HintFn], HintFn]:
+    def deco(fn: HintFn) -> HintFn:
+        if name in HINTS:
+            raise ValueError(f"hint {name!r} registered twice")
+        HINTS[name] = fn
+        return fn
+
+    return deco
+
+
+def hints_for(result: EvalResult, ctx: HintContext) -> list[str]:
+    """Every registered hint that applies, in registration order."""
+    return [text for fn in HINTS.values() if (text := fn(result, ctx))]
+
+
+def _tl_names(tree: ast.Module) -> set[str]:
+    """Local names of triton.language (``tl``) and of ``triton.language.dot`` itself."""
+    names = {"tl"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names |= {a.asname for a in node.names if a.name == "triton.language" and a.asname}
+        elif isinstance(node, ast.ImportFrom) and node.module == "triton.language":
+            names |= {"@" + (a.asname or a.name) for a in node.names if a.name == "dot"}
+    return names
+
+
+def _is_dot(call: ast.Call, names: set[str]) -> bool:
+    f = call.func
+    if isinstance(f, ast.Attribute) and f.attr == "dot":
+        v = f.value
+        return (isinstance(v, ast.Name) and v.id in names) or (
+            isinstance(v, ast.Attribute) and v.attr == "language" and isinstance(v.value, ast.Name)
+            and v.value.id == "triton")
+    return isinstance(f, ast.Name) and "@" + f.id in names
+
+
+def _full_precision(call: ast.Call) -> bool:
+    for kw in call.keywords:
+        value = kw.value.value if isinstance(kw.value, ast.Constant) else None
+        if kw.arg == "input_precision" and value in ("ieee", "tf32x3"):
+            return True
+        if kw.arg == "allow_tf32" and value is False:
+            return True
+    return False
+
+
+def tf32_dot_lines(code: str) -> list[int]:
+    """Lines of `tl.dot` calls that run in TF32 on fp32 inputs (no `input_precision="ieee"` / `allow_tf32=False`)."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return []
+    names = _tl_names(tree)
+    return sorted({n.lineno for n in ast.walk(tree)
+                   if isinstance(n, ast.Call) and _is_dot(n, names) and not _full_precision(n)})
+
+
+@hint("tf32_dot")
+def _tf32_dot(result: EvalResult, ctx: HintContext) -> str | None:
+    if result.outcome is not Outcome.MISMATCH or ctx.dtype != "float32" or ctx.allow_precision or not ctx.code:
+        return None
+    lines = tf32_dot_lines(ctx.code)
+    if not lines:
+        return None
+    where = ", ".join(str(n) for n in lines)
+    return ("`tl.dot` on float32 inputs runs in TF32 by default in Triton (about 10 mantissa bits, errors near "
+            "1e-3), which is outside this float32 task's tolerance. Pass `input_precision=\"ieee\"` to the "
+            f"`tl.dot` call(s) on line {where} to keep full fp32 precision (a precision fix, not a rule violation).")
