@@ -18,33 +18,7 @@ SOL = Path(__file__).resolve().parents[1] / "solutions"
 ATTACKS = Path(__file__).resolve().parents[1] / "anti_hacking" / "attacks"
 ROOT = Path(__file__).resolve().parents[2]
 
-HANG = '''
-import torch
-import torch.nn as nn
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def _relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(y_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=mask), 0.0), mask=mask)
-
-
-class ModelNew(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.calls = 0
-
-    def forward(self, x):
-        self.calls += 1
-        while self.calls > 3:  # a hang from the fourth call on (past the first call's compile limit)
-            pass
-        y = torch.empty_like(x)
-        _relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
-        return y
-'''
+HANG_EXTRA = "while self.calls > 3:  # a hang from the fourth call on (past the first call's compile limit)\n    pass"
 
 CLIENT = textwrap.dedent("""
     import json, sys
@@ -103,13 +77,13 @@ def test_clients_share_one_judge_with_lone_client_verdicts(judge_dir):
 
 
 @pytest.mark.timeout(600)
-def test_a_hang_delays_another_client_by_at_most_its_limit(judge_dir):
+def test_a_hang_delays_another_client_by_at_most_its_limit(judge_dir, relu_code):
     """One slot: the hanging job runs first, the other client's waits behind it; the hang ends at its call limit
     (4 s here) plus the kill, not at the run limit."""
     from kernel_gym.judge.client import ensure_judge
 
     ensure_judge("cpu", slots=1)
-    hang = client_process([HANG], call_timeout=4.0)
+    hang = client_process([relu_code(extra=HANG_EXTRA)], call_timeout=4.0)
     assert hang.stdout.readline().strip() == "SUBMITTED"
     time.sleep(1.0)
     t0 = time.monotonic()
@@ -124,12 +98,12 @@ def test_a_hang_delays_another_client_by_at_most_its_limit(judge_dir):
 
 
 @pytest.mark.timeout(600)
-def test_a_killed_client_leaves_no_queued_work(judge_dir):
+def test_a_killed_client_leaves_no_queued_work(judge_dir, relu_code):
     from kernel_gym.judge.client import JudgeClient, ensure_judge
 
     ensure_judge("cpu", slots=1)
     genuine = (SOL / "level1_relu.py").read_text()
-    busy = client_process([HANG], call_timeout=6.0)  # holds the only slot for a while
+    busy = client_process([relu_code(extra=HANG_EXTRA)], call_timeout=6.0)  # holds the only slot for a while
     assert busy.stdout.readline().strip() == "SUBMITTED"
     time.sleep(1.0)
     doomed = client_process([genuine] * 4)
