@@ -67,11 +67,12 @@ class LocalEvaluator:
         with self._lock:
             if self._pool is None:
                 if self.shared:
-                    from kernel_gym.judge.client import JudgeClient
+                    from kernel_gym.judge.client import JudgeClient, JudgeClients
 
                     slots = max(self.workers, int(os.environ.get("KERNEL_GYM_JUDGE_SLOTS", "8") or 8))
-                    gpu = self.gpus[0] if self.gpus else None
-                    self._pool = JudgeClient.for_device(self.device, gpu, slots, self.memory_limit_gb)
+                    gpus = list(dict.fromkeys(self.gpus or [None])) if self.device == "cuda" else [None]
+                    clients = [JudgeClient.for_device(self.device, g, slots, self.memory_limit_gb) for g in gpus]
+                    self._pool = clients[0] if len(clients) == 1 else JudgeClients(clients)
                 else:
                     from kernel_gym.sandbox import WorkerPool
 

@@ -221,6 +221,40 @@ class JudgeClient:
             sock.close()
 
 
+class JudgeClients:
+    """Clients of several GPUs' judges: each job goes to the one with the fewest jobs in flight from here."""
+
+    def __init__(self, clients: list[JudgeClient]):
+        self.clients = clients
+        self.device = clients[0].device
+        self._lock = threading.Lock()
+        self._in_flight = [0] * len(clients)
+
+    def evaluate(self, job: EvalJob) -> EvalResult:
+        with self._lock:
+            i = min(range(len(self.clients)), key=lambda k: self._in_flight[k])
+            self._in_flight[i] += 1
+        try:
+            return self.clients[i].evaluate(job)
+        finally:
+            with self._lock:
+                self._in_flight[i] -= 1
+
+    def status(self) -> dict[str, Any]:
+        return {"judges": [c.status() for c in self.clients]}
+
+    def warm_up(self) -> None:
+        for c in self.clients:
+            c.warm_up()
+
+    def __deepcopy__(self, memo: dict) -> JudgeClients:
+        return self
+
+    def close(self) -> None:
+        for c in self.clients:
+            c.close()
+
+
 def stop_judge(path: Path) -> bool:
     sock = _connect(path)
     if sock is None:
