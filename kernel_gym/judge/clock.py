@@ -14,6 +14,7 @@ reference, so nothing a candidate can touch reads or writes a time.
 from __future__ import annotations
 
 import collections
+import statistics
 import time
 from typing import Any
 
@@ -22,6 +23,7 @@ import torch
 from kernel_gym.eval.timing import GATE_MAX_MS, GATE_MIN_MS, Sample
 
 _perf_counter = time.perf_counter
+CALIBRATION_CALLS = 24  # no-op calls per runner and clock that measure the fixed cross-process cost
 
 
 class WallClock:
@@ -30,6 +32,9 @@ class WallClock:
 
     def __init__(self, device: torch.device):
         self.device = device
+
+    def fixed_ms(self, runner: Any) -> float:
+        return 0.0
 
     def bind(self, runner: Any, deadline: float) -> None:
         """Nothing to share on cpu."""
@@ -53,7 +58,8 @@ class CudaClock:
         self._cycles_per_ms = self._calibrate() if gate else 0.0
         self._leads: collections.deque[float] = collections.deque(maxlen=8)
         self.gate_ms = 0.5 if gate else 0.0
-        self._events: dict[int, tuple[torch.cuda.Event, torch.cuda.Event]] = {}
+        self._events: dict[int, tuple[torch.cuda.Event, ...]] = {}
+        self._fixed: dict[int, float] = {}  # runner -> the fixed cost subtracted from its readings (ms)
 
     def _calibrate(self) -> float:
         """GPU clock cycles per ms of `torch.cuda._sleep` (the second of two readings: clocks up)."""
@@ -69,11 +75,18 @@ class CudaClock:
         return rate
 
     def bind(self, runner: Any, deadline: float) -> None:
-        """The runner's "go" and "done" interprocess events (opened by it when it started)."""
+        """The runner's interprocess events (opened by it when it started), and the clock's fixed cost with it: the
+        median reading of calls that do nothing (go -> done), which every reading then has subtracted."""
         runner.wait_ready()
         if runner.events is None:
             raise RuntimeError("a cuda runner without its interprocess events")
         self._events[id(runner)] = runner.events
+        self._fixed[id(runner)] = 0.0
+        readings = [self.time(runner, {"stage": "timing"}, deadline, op="noop")[0].ms for _ in range(CALIBRATION_CALLS)]
+        self._fixed[id(runner)] = statistics.median(readings[CALIBRATION_CALLS // 4:])  # (the first: gate learning)
+
+    def fixed_ms(self, runner: Any) -> float:
+        return self._fixed.get(id(runner), 0.0)
 
     def flush(self) -> None:
         """Overwrite a buffer larger than L2 (shared by every context on the GPU) so no side runs from a warm cache."""
@@ -102,19 +115,21 @@ class CudaClock:
             self._leads.append(lead)
             self.gate_ms = min(GATE_MAX_MS, max(GATE_MIN_MS, 1.5 * max(self._leads) + 0.05))
         host = max((t1 - t0) * 1e3 - gate_ms, 0.0)
-        return Sample(start.elapsed_time(end), host, gate_ms, lead), reply
+        return Sample(max(start.elapsed_time(end) - self._fixed.get(id(runner), 0.0), 0.0), host, gate_ms, lead), reply
 
 
 def fixed_cost(clock: WallClock | CudaClock, runner: Any, n: int = 200) -> dict[str, float]:
     """The clock's reading of a call that does nothing (the runner waits for "go" and records "done" at once): the
     fixed cross-process cost both sides carry. Median and 10th/90th percentiles in ms, over `n` calls."""
-    import statistics
     import time as _time
 
-    readings = []
-    for _ in range(n):
-        sample, _ = clock.time(runner, {"stage": "timing"}, _time.monotonic() + 30, op="noop")
-        readings.append(sample.ms)
+    fixed = getattr(clock, "_fixed", {})
+    saved = fixed.pop(id(runner), None)  # the raw readings, not less the calibration
+    try:
+        readings = [clock.time(runner, {"stage": "timing"}, _time.monotonic() + 30, op="noop")[0].ms for _ in range(n)]
+    finally:
+        if saved is not None:
+            fixed[id(runner)] = saved
     q = statistics.quantiles(readings, n=10)
     return {"median_ms": statistics.median(readings), "p10_ms": q[0], "p90_ms": q[-1], "n": float(n)}
 

@@ -5,6 +5,7 @@ goes first alternates too), every round's outputs are compared, rounds go on unt
 
 from __future__ import annotations
 
+import statistics
 import time
 from typing import Any
 
@@ -50,6 +51,9 @@ def measure(jr: JudgeRun, gate: bool) -> Timing:
     rt, bt = [s.ms for s in cand_samples], [s.ms for s in ref_samples]
     c_ms = jr.ref.runner.request("c_ms", deadline=jr.deadline(), stage="timing", model="main").get("c_ms") or []
     jr.signals.update(c_reference_signals(type("C", (), {"c_ms": c_ms})(), median(rt)))
+    fixed = [jr.clock.fixed_ms(jr.cand.runner), jr.clock.fixed_ms(jr.ref.runner)]
+    if any(fixed):  # the measured cross-process cost taken off every reading (both sides), reported
+        jr.signals["clock_fixed_ms"] = round(statistics.fmean(fixed), 5)
     se = (median_rel_se(rt) ** 2 + median_rel_se(bt) ** 2) ** 0.5 if len(rt) >= 3 else 0.0
     gate_ms = median([s.gate_ms for s in cand_samples + ref_samples])
     return Timing(runtime_ms=median(rt), baseline_ms=median(bt), runtime_cv=cv(rt), baseline_cv=cv(bt),

@@ -228,7 +228,10 @@ class JudgeRun:
             torch.cuda.synchronize(self.device)
         fields = dict(model=model, inputs=spec, slot_in=slot, slot_out=("out_" + model) if arena_out else None,
                       stage=self.stage, **flags)
-        if side is self.cand:
+        if timed:  # the runner's garbage collection and NaN poisoning come before the clock starts
+            side.runner.request("collect", deadline=self.deadline(), stage=self.stage,
+                                poison=self.poison_bytes if side is self.cand else 0)
+        elif side is self.cand:
             fields["poison"] = self.poison_bytes
         t0 = time.perf_counter()
         if timed:
