@@ -96,6 +96,8 @@ def section_agreement(args: argparse.Namespace) -> dict:
     pool.warm_up()
     rows = []
     for path in sorted(SOL.glob("level*.py")):
+        if args.only and path.stem not in args.only:
+            continue
         task_id = path.stem.replace("_", "/", 1)
         job = job_for(load_task(task_id), path.read_text(), backend="triton", config=EvalConfig(device="cuda"))
         result = pool.evaluate(job)
@@ -134,6 +136,7 @@ def main() -> None:
     parser.add_argument("section", choices=("noop", "agreement"))
     parser.add_argument("--n", type=int, default=300)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--only", nargs="*", default=None, help="agreement: these solution stems only")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     data = {"noop": section_noop, "agreement": section_agreement}[args.section](args)
