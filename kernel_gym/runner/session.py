@@ -291,10 +291,12 @@ class Session:
         evidence["copied"] = bool(fits)
 
     def noop(self, timed: bool = False, gate: bool = False) -> dict[str, Any]:
-        """The calibration call: no model, no copy (cuda: wait for "go", record "done")."""
+        """The calibration call: no model and no copy, one empty kernel (cuda: wait for "go", a `_sleep(0)` kernel so
+        that the GPU switches to this process's context as a real call makes it, record "done")."""
         if timed and self.device.type == "cuda":
             stream = torch.cuda.current_stream(self.device)
             stream.wait_event(self.events["go"])
+            torch.cuda._sleep(0)
             self.events["done"].record(stream)
             self.events["copied"].record(stream)
         return {}

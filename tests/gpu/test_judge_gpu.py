@@ -23,15 +23,13 @@ import triton.language as tl
 
 
 @triton.jit
-def _relu_kernel(x_ptr, y_ptr, n, spin, BLOCK: tl.constexpr):
+def _relu_kernel(x_ptr, y_ptr, flag_ptr, n, hang, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
-    x = tl.load(x_ptr + offs, mask=mask)
-    i = 0
-    while i < spin:  # spin = 0: no loop; spin = 2**62: longer than anyone waits
-        x = x + 0.0
-        i += 1
-    tl.store(y_ptr + offs, tl.maximum(x, 0.0), mask=mask)
+    if hang:  # waits for a flag nobody sets (a volatile load the compiler cannot drop)
+        while tl.load(flag_ptr, volatile=True) == 0:
+            pass
+    tl.store(y_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=mask), 0.0), mask=mask)
 
 
 class ModelNew(nn.Module):
@@ -42,8 +40,8 @@ class ModelNew(nn.Module):
     def forward(self, x):
         self.calls += 1
         y = torch.empty_like(x)
-        spin = 2**62 if self.calls > 4 else 0
-        _relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), spin, BLOCK=1024)
+        flag = torch.zeros(1, dtype=torch.int32, device=x.device)
+        _relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, flag, x.numel(), int(self.calls > 4), BLOCK=1024)
         return y
 '''
 
