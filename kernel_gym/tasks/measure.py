@@ -8,7 +8,8 @@ Method (the harness's, so manifest and env agree): the reference at its full siz
 `torch.manual_seed(0)` with parameters and inputs created on the device, fp32 with TF32 off (`torch.backends.cuda.matmul.allow_tf32` and
 `torch.backends.cudnn.allow_tf32` both False, restored afterwards), `warmup` untimed calls, then `repeats` calls
 each after an L2 flush, timed with CUDA events around a whole-device synchronize behind the launch gate
-(`kernel_gym.eval.timing.CudaTimer`, as the env times); the median is the baseline. Exit code 1 when a task is
+(`kernel_gym.eval.timing.CudaTimer`: the in-process timer, fit for the trusted reference alone; the env times both
+sides through the judge, kernel_gym/judge/clock.py); the median is the baseline. Exit code 1 when a task is
 under `--min-ms`.
 
 What is timed is what the env's `speedup` is measured against (`JudgeRun.timed_model` in kernel_gym/judge/run.py):
