@@ -154,8 +154,9 @@ class WorkerPool:
             finally:
                 run.close()
                 replaced = slot.after_job(result)
-            return result.replace(worker_recycled=True) if replaced and result.worker_recycled is False \
-                and result.outcome not in (Outcome.CORRECT, Outcome.MISMATCH) else result
+            if replaced and result.outcome not in (Outcome.CORRECT, Outcome.MISMATCH):
+                result = result.replace(worker_recycled=True)  # this job's doing: say so
+            return result
         except BaseException:
             slot.close()
             if not self._closed:
