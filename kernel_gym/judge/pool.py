@@ -10,6 +10,7 @@ only that runner is replaced.
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import shutil
 import tempfile
@@ -40,6 +41,9 @@ def sweep_stale_roots(tmp: Path | None = None) -> int:
 
 
 MAX_JOBS_PER_RUNNER = 32
+# Keep a started candidate runner in reserve once one has been replaced (KERNEL_GYM_SPARE_RUNNERS=0: none; costs one
+# more process per slot, on cuda one more CUDA context).
+SPARE_RUNNERS = os.environ.get("KERNEL_GYM_SPARE_RUNNERS", "1") != "0"
 
 
 def native_threads(pid: int) -> int:
@@ -57,6 +61,7 @@ class Slot:
         self.device, self.gpu, self.memory_limit_gb = device, gpu, memory_limit_gb
         self.ref = self._spawn("reference")
         self.cand = self._spawn("candidate")
+        self.spare: RunnerProcess | None = None  # the next candidate runner, started when this one was replaced
         self.cand_jobs = 0
         self.cand_threads: int | None = None  # the candidate runner's native threads after its last clean job
 
@@ -71,7 +76,12 @@ class Slot:
         return self.cand, self.ref
 
     def replace_candidate(self) -> None:
-        old, self.cand = self.cand, self._spawn("candidate")
+        """The spare (started at the last replacement, so usually ready) takes over, and a new spare starts now: a
+        replaced runner costs the next job no start-up (torch, triton and CUDA imported and initialized)."""
+        old = self.cand
+        spare = self.spare if self.spare is not None and self.spare.alive else None
+        self.cand = spare or self._spawn("candidate")
+        self.spare = self._spawn("candidate") if SPARE_RUNNERS else None
         self.cand_jobs, self.cand_threads = 0, None
         threading.Thread(target=old.stop, daemon=True, name="kernel-gym-runner-stop").start()
 
@@ -110,8 +120,9 @@ class Slot:
         self.cand.wait_ready()
 
     def close(self) -> None:
-        for r in (self.cand, self.ref):
-            r.kill()
+        for r in (self.cand, self.ref, self.spare):
+            if r is not None:
+                r.kill()
 
 
 def _soon(seconds: float = 30.0) -> float:
