@@ -90,6 +90,20 @@ def gated_streams(device: torch.device) -> list[torch.cuda.Stream]:
     return [current, *pooled_streams(device)] if current.cuda_stream == 0 else []
 
 
+def sleep_cycles_per_ms(device: torch.device) -> float:
+    """GPU clock cycles per ms of `torch.cuda._sleep` (the second of two readings: clocks up); sizes launch gates."""
+    rate = 0.0
+    for _ in range(2):
+        a, b = _EVENT(enable_timing=True), _EVENT(enable_timing=True)
+        _SYNC(device)
+        _RECORD(a)
+        _SLEEP(1_000_000)
+        _RECORD(b)
+        _EVENT_SYNC(b)
+        rate = 1_000_000 / max(_ELAPSED(a, b), 1e-3)
+    return rate
+
+
 class CudaTimer:
     def __init__(self, device: torch.device, l2_flush_mb: int = 256, gate: bool = True):
         self.device = device
@@ -99,22 +113,9 @@ class CudaTimer:
         self.gated = bool(streams)
         self.method = "cuda_events+gate+device_sync" if self.gated else "cuda_events+device_sync"
         self._streams = streams[1:]  # the pooled ones: they wait for the gate event
-        self._cycles_per_ms = self._calibrate() if self.gated else 0.0
+        self._cycles_per_ms = sleep_cycles_per_ms(device) if self.gated else 0.0
         self._leads: collections.deque[float] = collections.deque(maxlen=8)
         self.gate_ms = 0.3 if self.gated else 0.0
-
-    def _calibrate(self) -> float:
-        """GPU clock cycles per ms of `torch.cuda._sleep` (the second of two readings: clocks up)."""
-        rate = 0.0
-        for _ in range(2):
-            a, b = _EVENT(enable_timing=True), _EVENT(enable_timing=True)
-            _SYNC(self.device)
-            _RECORD(a)
-            _SLEEP(1_000_000)
-            _RECORD(b)
-            _EVENT_SYNC(b)
-            rate = 1_000_000 / max(_ELAPSED(a, b), 1e-3)
-        return rate
 
     def flush(self) -> None:
         """Overwrite a buffer larger than L2 so neither side runs from a cache the other warmed."""

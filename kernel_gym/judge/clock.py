@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from kernel_gym.eval.timing import GATE_MAX_MS, GATE_MIN_MS, Sample
+from kernel_gym.eval.timing import GATE_MAX_MS, GATE_MIN_MS, Sample, sleep_cycles_per_ms
 
 _perf_counter = time.perf_counter
 CALIBRATION_CALLS = 24  # no-op calls per runner and clock that measure the fixed cross-process cost
@@ -55,24 +55,11 @@ class CudaClock:
         self._flush = torch.empty(l2_flush_mb * (1 << 20) // 4, dtype=torch.int32, device=device)
         self.gated = gate
         self.method = "judge_cuda_events+gate" if gate else "judge_cuda_events+device_sync"
-        self._cycles_per_ms = self._calibrate() if gate else 0.0
+        self._cycles_per_ms = sleep_cycles_per_ms(device) if gate else 0.0
         self._leads: collections.deque[float] = collections.deque(maxlen=8)
         self.gate_ms = 0.5 if gate else 0.0
         self._events: dict[int, tuple[torch.cuda.Event, ...]] = {}
         self._fixed: dict[int, float] = {}  # runner -> the fixed cost subtracted from its readings (ms)
-
-    def _calibrate(self) -> float:
-        """GPU clock cycles per ms of `torch.cuda._sleep` (the second of two readings: clocks up)."""
-        rate = 0.0
-        for _ in range(2):
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            torch.cuda.synchronize(self.device)
-            a.record()
-            torch.cuda._sleep(1_000_000)
-            b.record()
-            b.synchronize()
-            rate = 1_000_000 / max(a.elapsed_time(b), 1e-3)
-        return rate
 
     def bind(self, runner: Any, deadline: float) -> None:
         """The runner's interprocess events (opened by it when it started), and the clock's fixed cost with it: the
@@ -82,7 +69,7 @@ class CudaClock:
             raise RuntimeError("a cuda runner without its interprocess events")
         self._events[id(runner)] = runner.events
         self._fixed[id(runner)] = 0.0
-        readings = [self.time(runner, {"stage": "timing"}, deadline, op="noop")[0].ms for _ in range(CALIBRATION_CALLS)]
+        readings = noop_readings(self, runner, CALIBRATION_CALLS, deadline)
         self._fixed[id(runner)] = statistics.median(readings[CALIBRATION_CALLS // 4:])  # (the first: gate learning)
 
     def fixed_ms(self, runner: Any) -> float:
@@ -118,6 +105,11 @@ class CudaClock:
         return Sample(max(start.elapsed_time(end) - self._fixed.get(id(runner), 0.0), 0.0), host, gate_ms, lead), reply
 
 
+def noop_readings(clock: WallClock | CudaClock, runner: Any, n: int, deadline: float) -> list[float]:
+    """The clock's readings (ms) of `n` calibration calls (go -> one empty kernel -> done, no model, no copy)."""
+    return [clock.time(runner, {"stage": "timing"}, deadline, op="noop")[0].ms for _ in range(n)]
+
+
 def fixed_cost(clock: WallClock | CudaClock, runner: Any, n: int = 200) -> dict[str, float]:
     """The clock's reading of a call that does nothing (the runner waits for "go" and records "done" at once): the
     fixed cross-process cost both sides carry. Median and 10th/90th percentiles in ms, over `n` calls."""
@@ -126,7 +118,7 @@ def fixed_cost(clock: WallClock | CudaClock, runner: Any, n: int = 200) -> dict[
     fixed = getattr(clock, "_fixed", {})
     saved = fixed.pop(id(runner), None)  # the raw readings, not less the calibration
     try:
-        readings = [clock.time(runner, {"stage": "timing"}, _time.monotonic() + 30, op="noop")[0].ms for _ in range(n)]
+        readings = noop_readings(clock, runner, n, _time.monotonic() + 30)
     finally:
         if saved is not None:
             fixed[id(runner)] = saved
