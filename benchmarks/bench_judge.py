@@ -111,7 +111,8 @@ def section_agreement(args: argparse.Namespace) -> dict:
                      "judge_runtime_ms": result.timing.runtime_ms, "judge_baseline_ms": result.timing.baseline_ms,
                      "do_bench_runtime_ms": cand_ms, "do_bench_baseline_ms": ref_ms,
                      "diff_pct": 100 * (result.speedup / db - 1), "method": result.timing.method,
-                     "rounds": result.timing.trials, "timing_stage_ms": result.stage_ms.get("timing")})
+                     "rounds": result.timing.trials, "timing_stage_ms": result.stage_ms.get("timing"),
+                     **{k: v for k, v in result.signals.items() if k.startswith("probe_") or k == "clock_fixed_ms"}})
         print(json.dumps(rows[-1]), flush=True)
     pool.close()
     print("\n### Speedup agreement with do_bench (each do_bench side in its own process)\n")

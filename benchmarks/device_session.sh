@@ -65,8 +65,23 @@ for arg in "$@"; do
       timeout "$T" python3 benchmarks/bench_clients.py --clients 1 8 --repeats ${REPEATS:-3} --device cuda --out "$OUT" ;;
     judge-noop)
       timeout "$T" python3 benchmarks/bench_judge.py noop --n 300 --out "$OUT" ;;
-    judge-agreement)
-      timeout "$T" python3 benchmarks/bench_judge.py agreement --repeats 3 --out "$OUT" ;;
+    probe-clock)  # where a cross-process GPU clock loses time: plain workloads, no kernel-gym code in the loop
+      timeout "$T" python3 benchmarks/probe_clock.py --n ${PROBE_N:-60} --out "$OUT/probe" ;;
+    probe-mps)  # the same under MPS (one shared GPU context for every process), when this machine can start it
+      export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps_pipe CUDA_MPS_LOG_DIRECTORY=/tmp/mps_log
+      mkdir -p /tmp/mps_pipe /tmp/mps_log
+      if nvidia-cuda-mps-control -d; then
+        timeout "$T" python3 benchmarks/probe_clock.py --n ${PROBE_N:-60} --out "$OUT/probe_mps"
+        echo quit | nvidia-cuda-mps-control; sleep 2
+      else echo "MPS did not start"; fi
+      unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY ;;
+    judge-probe)  # agreement with each runner's own event interval beside the judge's reading (diagnostics)
+      KERNEL_GYM_RUNNER_PROBE=1 timeout "$T" python3 benchmarks/bench_judge.py agreement --repeats 1 \
+        --only level1_relu level1_softmax level1_layernorm level2_gemm_relu --out "$OUT/probe_agreement" ;;
+    judge-agreement)  # every genuine Triton solution; KERNEL_GYM_RUNNER_PROBE=1 adds the runners' own readings
+      timeout "$T" python3 benchmarks/bench_judge.py agreement --repeats ${REPEATS:-3} --out "$OUT" ;;
+    gpu-shapes)  # #22: the CUDA forms of the regression set and the profiler share on the device
+      timeout "$T" python3 -m pytest -m gpu tests/anti_hacking/test_gpu_shapes.py -p no:cacheprovider -q -rfE ;;
     throughput-triton-old|throughput-cuda-old)  # the same benchmark from main 9cb1555 (.whl/old_main.tar), same machine
       kind=${stage#throughput-}; kind=${kind%-old}
       rm -rf /tmp/old && mkdir -p /tmp/old && tar -xf .whl/old_main.tar -C /tmp/old

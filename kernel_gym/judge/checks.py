@@ -90,7 +90,7 @@ def forbid_ops(jr: JudgeRun, ops: dict[str, int], after_timing: bool = False) ->
 
 def note_ungated(jr: JudgeRun, kernels: list[str]) -> None:
     """Kernels on a stream outside the launch gate's reach: this solution is timed without the gate."""
-    if kernels and not jr.ungated:
+    if kernels and not jr.ungated and jr.cfg.launch_gate:
         jr.ungated = [str(k) for k in kernels]
         jr.signals["ungated_stream_kernels"] = float(len(kernels))
 
@@ -147,8 +147,9 @@ def kernel_share(jr: JudgeRun) -> None:
     """On the GPU, the solution's own kernels carry most of the kernel time, by preset (`library_time`)."""
     from kernel_gym.eval.profile import MIN_OWN_SHARE, excludes_library_gemm
 
-    call = jr.call(jr.cand, "main", jr.inputs(jr.seed("profile")), profile=True, own_names=sorted(jr.own_names),
-                   exclude_library_gemm=excludes_library_gemm(jr.dynamic_preset, jr.policy))
+    with jr.may_compile():  # the profiler's first start in a runner takes seconds (CUPTI)
+        call = jr.call(jr.cand, "main", jr.inputs(jr.seed("profile")), profile=True, own_names=sorted(jr.own_names),
+                       exclude_library_gemm=excludes_library_gemm(jr.dynamic_preset, jr.policy))
     prof = call.evidence.get("profile") or {}
     share = float(prof.get("share", 0.0))
     note_ungated(jr, prof.get("ungated") or [])
@@ -167,8 +168,9 @@ def alt_shape(jr: JudgeRun) -> None:
     sizes = jr.job.alt_sizes
     module = loading.load_reference(jr.job.task_source, sizes)
     try:
-        jr.build_models("alt", module, sizes)
-        mismatch = trial(jr, "alt_shape", model="alt", module=module, slot="in_alt")
+        with jr.may_compile():  # a new shape may build or specialize kernels again
+            jr.build_models("alt", module, sizes)
+            mismatch = trial(jr, "alt_shape", model="alt", module=module, slot="in_alt")
     except Hack as hack:
         if hack.name != "uninitialized_output":
             raise

@@ -5,7 +5,7 @@ goes first alternates too), every round's outputs are compared, rounds go on unt
 
 from __future__ import annotations
 
-import statistics
+import os
 import time
 from typing import Any
 
@@ -13,7 +13,7 @@ from kernel_gym.eval.hacks import Hack
 from kernel_gym.eval.result import Timing
 from kernel_gym.eval.timing import c_reference_signals, cv, median, median_rel_se
 from kernel_gym.judge.checks import check_launches, forbid_ops, note_ungated
-from kernel_gym.judge.clock import make_clock
+from kernel_gym.judge.clock import calibrate, make_clock
 from kernel_gym.judge.run import JudgeRun
 
 WARMUP_S = 0.1  # on cuda, the reference keeps the GPU busy this long right before timing (clocks up)
@@ -31,9 +31,16 @@ def timing(jr: JudgeRun) -> Timing:
 
 
 def _bind_clock(jr: JudgeRun, gate: bool) -> None:
+    """A fresh clock for both sides, calibrated on the reference's runner with this task's inputs and outputs."""
     jr.clock = make_clock(jr.device, jr.cfg.l2_flush_mb, gate=gate)
     for side in (jr.cand, jr.ref):
         jr.clock.bind(side.runner, jr.deadline())
+    model = jr.timed_model
+    _, spec, stage = jr.place_inputs(jr.ref, jr.inputs(jr.seed("calibration")), staged=True)
+    slot_out = "out_" + model if model in jr.out_specs else None
+    if slot_out is not None:
+        jr.slot(jr.ref, slot_out, jr.out_specs[model][0])
+    calibrate(jr.clock, jr.ref.runner, jr.deadline(), stage, slot_out)
 
 
 def measure(jr: JudgeRun, gate: bool) -> Timing:
@@ -51,18 +58,36 @@ def measure(jr: JudgeRun, gate: bool) -> Timing:
     rt, bt = [s.ms for s in cand_samples], [s.ms for s in ref_samples]
     c_ms = jr.ref.runner.request("c_ms", deadline=jr.deadline(), stage="timing", model="main").get("c_ms") or []
     jr.signals.update(c_reference_signals(type("C", (), {"c_ms": c_ms})(), median(rt)))
-    fixed = [jr.clock.fixed_ms(jr.cand.runner), jr.clock.fixed_ms(jr.ref.runner)]
-    if any(fixed):  # the measured cross-process cost taken off every reading (both sides), reported
-        jr.signals["clock_fixed_ms"] = round(statistics.fmean(fixed), 5)
+    if jr.clock.fixed:  # the measured fixed part taken off every reading (both sides), reported
+        jr.signals["clock_fixed_ms"] = round(jr.clock.fixed, 5)
+    if os.environ.get("KERNEL_GYM_RUNNER_PROBE") and jr.device.type == "cuda":
+        probe(jr, cand_samples, ref_samples)
     se = (median_rel_se(rt) ** 2 + median_rel_se(bt) ** 2) ** 0.5 if len(rt) >= 3 else 0.0
     gate_ms = median([s.gate_ms for s in cand_samples + ref_samples])
     return Timing(runtime_ms=median(rt), baseline_ms=median(bt), runtime_cv=cv(rt), baseline_cv=cv(bt),
                   trials=len(rt), method=jr.clock.method, speedup_rel_se=round(se, 6), gate_ms=round(gate_ms, 4))
 
 
+def probe(jr: JudgeRun, cand_samples: list[Any], ref_samples: list[Any]) -> None:
+    """Diagnostics for benchmarks/bench_judge.py (`KERNEL_GYM_RUNNER_PROBE=1`), never a verdict's input: beside the
+    judge's readings, each runner's own event interval of the same timed rounds, the gate and the host lead."""
+    for (side, samples), runner in zip((("cand", cand_samples), ("ref", ref_samples)), (jr.cand.runner, jr.ref.runner)):
+        got = runner.request("probe", deadline=jr.deadline(), stage="timing")
+        own = (got.get("probe") or [])[-len(samples):]
+        marks = (got.get("marks") or [])[-len(samples):]
+        for i, name in enumerate(("bind", "launch", "join_done", "deliver")):
+            values = [m[i] for m in marks if len(m) > i]
+            jr.signals[f"probe_{side}_host_{name}_ms"] = round(median(values), 4) if values else -1.0
+        fixed = jr.clock.fixed
+        jr.signals.update({f"probe_{side}_own_ms": round(median(own), 5) if own else -1.0,
+                           f"probe_{side}_raw_ms": round(median([s.ms for s in samples]) + fixed, 5),
+                           f"probe_{side}_lead_ms": round(median([s.lead_ms for s in samples]), 5),
+                           f"probe_{side}_gate_ms": round(median([s.gate_ms for s in samples]), 5)})
+
+
 def busy(jr: JudgeRun, model: str) -> None:
     """The reference back to back for WARMUP_S (a few ms on cpu), so clocks are up when the first round is timed."""
-    _, spec = jr.place_inputs(jr.ref, jr.inputs(jr.seed("busy")))
+    _, spec, _ = jr.place_inputs(jr.ref, jr.inputs(jr.seed("busy")))
     jr.ref.runner.request("warm", deadline=jr.deadline(), stage="timing", model=model, inputs=spec, slot_in="in",
                           seconds=WARMUP_S if jr.device.type == "cuda" else 0.005)
 

@@ -87,7 +87,7 @@ def kernel_signals(jr: JudgeRun) -> None:
 
 def roofline_signals(jr: JudgeRun, timing: Timing) -> None:
     """The task's bytes and FLOPs and, on a known GPU, the roofline signals (the reference runner's work)."""
-    _, spec = jr.place_inputs(jr.ref, jr.inputs(jr.seed("signals")))
+    _, spec, _ = jr.place_inputs(jr.ref, jr.inputs(jr.seed("signals")))
     reply = jr.ref.runner.request("signals_after", deadline=jr.deadline(), stage="timing", model=jr.timed_model,
                                   inputs=spec, slot_in="in", code=jr.job.code, backend=jr.job.backend,
                                   dtype=jr.job.dtype, allow_precision=jr.job.allow_precision,

@@ -14,11 +14,12 @@ Order: compile (load, build, first call) -> the correctness stage's registered c
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import secrets
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,6 +90,7 @@ class JudgeRun:
         self.signals: dict[str, float] = {}
         self.compiled = False
         self.stage = "compile"
+        self.compiling = 0  # > 0: inside may_compile()
         self.recycle = False  # the candidate's runner must not serve another job
         self.calls_without_launch = 0
         self.ungated: list[str] = []
@@ -140,17 +142,27 @@ class JudgeRun:
         limit = max(30.0, 1000 * self.ref_ms / 1e3)
         return limit, f"{limit:.3g} s (max(30 s, 1000x the reference's {self.ref_ms:.3g} ms per call))"
 
+    @contextlib.contextmanager
+    def may_compile(self) -> Iterator[None]:
+        """Calls that may build or start something for the first time (a new shape, the profiler) have the compile
+        limit, not the per-call one: a genuine kernel is never a `timeout` for its first launch at a shape."""
+        self.compiling += 1
+        try:
+            yield
+        finally:
+            self.compiling -= 1
+
     def deadline(self, stage: str | None = None) -> float:
         """compile: the compile limit. Later calls: a limit that follows the reference's time (max(2 s, 50x) on
         cuda, max(30 s, 1000x) on cpu, where interpreted Triton is slow), within the run limit."""
         now = time.monotonic()
-        if (stage or self.stage) in ("compile", "first_call"):
+        if (stage or self.stage) in ("compile", "first_call") or self.compiling:
             return now + self.cfg.compile_timeout_s
         return min(now + self.call_limit()[0], self.run_deadline)
 
     def timeout_text(self) -> str:
         """Which limit a call ran into: its own, or what was left of the run limit."""
-        if self.stage in ("compile", "first_call"):
+        if self.stage in ("compile", "first_call") or self.compiling:
             return f"{self.cfg.compile_timeout_s:g} s"
         if time.monotonic() >= self.run_deadline - 0.5:
             return f"{self.cfg.run_timeout_s:g} s (run_timeout_s: all checks and timing together)"
@@ -199,18 +211,27 @@ class JudgeRun:
             side.slots[name] = arena
         return arena
 
-    def place_inputs(self, side: Side, values: list[Any], slot: str = "in") -> tuple[Arena, list[dict]]:
+    def place_inputs(self, side: Side, values: list[Any], slot: str = "in",
+                     staged: bool = False) -> tuple[Arena, list[dict], Callable[[], None]]:
+        """The side's input buffers and the call's description of them, and what writes the values into them: at
+        once, or (`staged`) when the clock calls it, after its start, so that no work can begin on them earlier."""
         specs = [Spec.of(v) for v in values if isinstance(v, torch.Tensor)]
         arena = self.slot(side, slot, specs)
-        spec, k = [], 0
+        spec, pairs = [], []
         for v in values:
             if isinstance(v, torch.Tensor):
-                arena.tensors[k].copy_(v)
-                spec.append({"t": k})
-                k += 1
+                pairs.append((arena.tensors[len(pairs)], v))
+                spec.append({"t": len(pairs) - 1})
             else:
                 spec.append({"v": v})
-        return arena, spec
+
+        def stage() -> None:
+            for t, v in pairs:
+                t.copy_(v)
+
+        if not staged:
+            stage()
+        return arena, spec, stage
 
     # ---- one call ------------------------------------------------------------------------------------------------
     def call(self, side: Side, model: str, values: list[Any], *, timed: bool = False, slot: str = "in",
@@ -218,7 +239,7 @@ class JudgeRun:
         """Call `model` on `side` with these inputs; returns the snapshotted outputs and the evidence. Candidate
         evidence is checked here (threads, harness, lazy outputs, input mutation); outputs are compared by the
         caller."""
-        arena_in, spec = self.place_inputs(side, values, slot)
+        arena_in, spec, stage = self.place_inputs(side, values, slot, staged=timed)
         specs, _ = self.out_specs.get(model, ([], []))
         arena_out = self.slot(side, "out_" + model, specs) if model in self.out_specs else None
         if arena_out is not None:
@@ -235,7 +256,7 @@ class JudgeRun:
             fields["poison"] = self.poison_bytes
         t0 = time.perf_counter()
         if timed:
-            sample, evidence = self.clock.time(side.runner, fields, self.deadline())
+            sample, evidence = self.clock.time(side.runner, fields, self.deadline(), stage=stage)
         else:
             sample, evidence = None, side.runner.request("call", deadline=self.deadline(), **fields)
         if side is self.ref and not timed:

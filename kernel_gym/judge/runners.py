@@ -26,7 +26,7 @@ ROOT_PREFIX = "kernel_gym_worker_"
 # Every key a runner's reply may carry (evidence); anything else is a forged message.
 REPLY_KEYS = frozenset({"id", "error", "internal_error", "launches", "stray_threads", "stray_name", "harness", "names",
                         "structure", "lazy", "copied", "ops", "profile", "threads_started", "leftover_threads",
-                        "calls", "c_ms", "signals", "limits"})
+                        "calls", "c_ms", "signals", "limits", "probe", "marks"})
 
 
 class RunnerFailure(Exception):
@@ -68,7 +68,7 @@ class RunnerProcess:
         self.ready_info: dict | None = None
         self.log_offset = 0
         self.dead = False
-        self.events: tuple | None = None  # cuda: the judge's "go", "done", "copied" interprocess events for it
+        self.events: tuple | None = None  # cuda: the judge's "go" and "done" interprocess events for it
         self.limits: list[str] = []  # what confined it (its first job's `begin` says)
 
     @property
@@ -96,17 +96,17 @@ class RunnerProcess:
         return self.ready_info
 
     def _bind_events(self, deadline: float) -> None:
-        """The runner's "go", "done" and "copied" interprocess events, made by the judge once and opened by the runner
+        """The runner's "go" and "done" interprocess events, made by the judge once and opened by the runner
         before it is confined (event handles may need files the confined runner cannot open)."""
         import base64
 
         import torch
 
-        events = {name: torch.cuda.Event(interprocess=True) for name in ("go", "done", "copied")}
+        events = {name: torch.cuda.Event(interprocess=True) for name in ("go", "done")}
         for e in events.values():
             e.record()  # recorded once, so that a wait before the first real record passes at once
         torch.cuda.synchronize()
-        self.events = (events["go"], events["done"], events["copied"])
+        self.events = (events["go"], events["done"])
         self.request("events", deadline=deadline, stage="compile",
                      **{name: base64.b64encode(e.ipc_handle()).decode() for name, e in events.items()})
 
@@ -195,7 +195,7 @@ class RunnerProcess:
             pass
         try:
             self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
+        except Exception:  # noqa: BLE001 - TimeoutExpired; at interpreter exit the subprocess module may be gone
             pass
         self.channel.close()
         import shutil

@@ -18,6 +18,7 @@ STREAMS: dict[str, int] = {
     "alt_shape": 20_000,  # the second shape's trial
     "warmup": 30_000,  # untimed calls before timing
     "busy": 35_000,  # the reference kept busy before timing
+    "calibration": 38_000,  # the clock's calibration calls (no work: only their shapes matter)
     "timed": 40_000,  # timed round r
     "after_timing": 50_000,  # the audited call after timing
     "signals": 60_000,  # the reference's FLOP/byte count

@@ -78,7 +78,7 @@ def handle(session: Any, request: dict[str, Any]) -> dict[str, Any]:
             return session.bind_events(**args)
         if op == "call":
             return session.call(**args)
-        if op in ("warm", "c_ms", "signals_before", "signals_after", "harness", "noop", "collect"):
+        if op in ("warm", "c_ms", "signals_before", "signals_after", "harness", "noop", "collect", "probe"):
             return getattr(session, op)(**args)
         return {"error": {"outcome": "crash", "message": f"unknown request {op!r}", "poisoned": False}}
     except Refusal as refusal:

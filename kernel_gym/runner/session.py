@@ -26,6 +26,7 @@ from kernel_gym.eval.errors import classify, describe_failure, trim
 from kernel_gym.eval.integrity import Snapshot
 from kernel_gym.sandbox.shared import Attached, dtype_name
 
+PROBE = bool(os.environ.get("KERNEL_GYM_RUNNER_PROBE"))  # benchmarks only: see Session.probe
 CPU_ONLY = ("the CUDA sources compile ({how}), but CUDA kernels cannot run on the CPU backend; evaluate on a GPU "
             "(device='cuda') or write a Triton solution")
 
@@ -63,6 +64,11 @@ class Session:
         self.triton_launches: dict = {}
         self.first_threads: set[threading.Thread] = set()
         self.join_events: list[Any] = []
+        self.fan_out = torch.cuda.Event() if self.device.type == "cuda" else None
+        self.scratch: dict[Any, list[torch.Tensor]] = {}
+        self.probes: list[tuple[Any, Any]] = []
+        self.marks: list[list[float]] = []  # host ms per timed call: bind, launch, join+done, deliver+evidence
+        self.mark: list[float] | None = None
 
     # ---- job lifecycle -------------------------------------------------------------------------------------------
     def begin(self) -> dict[str, Any]:
@@ -143,12 +149,12 @@ class Session:
         return {}
 
     def bind_events(self, **handles: str) -> dict[str, Any]:
-        """The judge's interprocess events: "go" (the call may start), "done" (the call's work is over: the end of
-        the timed interval) and "copied" (its outputs are in the judge's buffers)."""
+        """The judge's interprocess events: "go" (the call's inputs are in place and it may start) and "done" (its
+        work is over and its outputs are in the judge's buffers: the end of the timed interval)."""
         import base64
 
         self.events = {name: torch.cuda.Event.from_ipc_handle(self.device, base64.b64decode(handle))
-                       for name, handle in handles.items() if name in ("go", "done", "copied")}
+                       for name, handle in handles.items() if name in ("go", "done")}
         return {}
 
     # ---- calls ---------------------------------------------------------------------------------------------------
@@ -174,6 +180,7 @@ class Session:
 
         from kernel_gym.signals import collect
 
+        mark = self.mark = [time.perf_counter()] if PROBE and timed else None
         args = self.inputs(inputs, slot_in)
         fn = self.models[model]
         self.poison(poison)
@@ -197,6 +204,9 @@ class Session:
         if not timed:  # (walking the snapshot takes ms: after timed calls the judge asks with `harness` instead)
             evidence["harness"] = self.snapshot.changes()
         evidence["names"] = sorted(launches.STATE.names | cuda.KERNEL_NAMES)
+        if mark is not None:
+            mark.append(time.perf_counter())
+            self.marks.append([round((b - a) * 1e3, 4) for a, b in zip(mark, mark[1:])])
         return evidence
 
     def _run(self, fn: Any, args: list[Any], *, timed: bool, audit: bool, profile: bool, own_names: list[str],
@@ -210,10 +220,20 @@ class Session:
             from kernel_gym.eval.timing import gated_streams
 
             gated = gated_streams(self.device)
+        probe = None
         if timed and cuda_dev:
-            go = self.events["go"]
-            for s in gated or [torch.cuda.current_stream(self.device)]:
-                s.wait_event(go)  # nothing of this call starts before the judge's start event
+            # nothing of this call starts before the judge's start event: the current stream waits for "go", the
+            # pooled ones for a local event behind that wait (one interprocess wait: host time stays small)
+            current = torch.cuda.current_stream(self.device)
+            current.wait_event(self.events["go"])
+            if len(gated) > 1:
+                self.fan_out.record(current)
+                for s in gated[1:]:
+                    s.wait_event(self.fan_out)
+            if PROBE:
+                probe = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+                probe[0].record()
+                self.mark.append(time.perf_counter())  # inputs bound, every gated stream waits for "go"
 
         def run() -> Any:
             return fn(*args)
@@ -243,13 +263,20 @@ class Session:
         finally:
             if gc_was_enabled:
                 gc.enable()
+        if probe is not None:
+            self.mark.append(time.perf_counter())  # the call returned
         if cuda_dev:
             self.join(timed and gate, gated)
-        if timed and cuda_dev:  # the timed interval ends here: the copy below is not the call's work
-            self.events["done"].record(torch.cuda.current_stream(self.device))
+        if probe is not None:
+            probe[1].record()
+            self.probes.append(probe)
+        # the outputs go into the judge's buffers before "done": the judge reads them right after its end event, so
+        # a "done" recorded early reads as unwritten outputs (the copy's cost is in the judge's calibration)
         self.deliver(out, slot_out, evidence)
         if timed and cuda_dev:
-            self.events["copied"].record(torch.cuda.current_stream(self.device))
+            self.events["done"].record(torch.cuda.current_stream(self.device))
+            if probe is not None:
+                self.mark.append(time.perf_counter())  # joined, copied, "done" recorded
         elif cuda_dev:
             torch.cuda.synchronize()
 
@@ -290,15 +317,32 @@ class Session:
                 t.copy_(o.detach())
         evidence["copied"] = bool(fits)
 
-    def noop(self, timed: bool = False, gate: bool = False) -> dict[str, Any]:
-        """The calibration call: no model and no copy, one empty kernel (cuda: wait for "go", a `_sleep(0)` kernel so
-        that the GPU switches to this process's context as a real call makes it, record "done")."""
-        if timed and self.device.type == "cuda":
-            stream = torch.cuda.current_stream(self.device)
+    def probe(self) -> dict[str, Any]:
+        """Diagnostics only (`KERNEL_GYM_RUNNER_PROBE=1`): this runner's own event interval of each timed call since
+        the last ask, from after its wait for "go" to before "done". Evidence a runner could forge: never used by a
+        verdict or a time, only printed beside the judge's readings by benchmarks/bench_judge.py."""
+        pairs, self.probes = self.probes, []
+        marks, self.marks = self.marks, []
+        return {"probe": [round(s.elapsed_time(e), 5) for s, e in pairs], "marks": marks}
+
+    def noop(self, timed: bool = False, gate: bool = False, slot_out: str | None = None) -> dict[str, Any]:
+        """The calibration call: no model, one empty kernel (so that the GPU switches to this process's context as a
+        real call makes it) and the copy of an output of the slot's shapes into the judge's buffers, between "go"
+        and "done" as in a real call."""
+        cuda_dev = self.device.type == "cuda"
+        stream = torch.cuda.current_stream(self.device) if cuda_dev else None
+        if timed and cuda_dev:
             stream.wait_event(self.events["go"])
             torch.cuda._sleep(0)
+        if slot_out is not None:
+            targets = self.slots[slot_out].tensors
+            key = (slot_out, tuple((tuple(t.shape), t.dtype) for t in targets))
+            if key not in self.scratch:  # made once per slot: an allocation would cost host time every call
+                self.scratch = {key: [torch.zeros_like(t) for t in targets]}
+            for t, o in zip(targets, self.scratch[key]):
+                t.copy_(o)
+        if timed and cuda_dev:
             self.events["done"].record(stream)
-            self.events["copied"].record(stream)
         return {}
 
     def collect(self, poison: int = 0) -> dict[str, Any]:

@@ -131,7 +131,7 @@ def kill_descendants(root_pid: int) -> int:
 
 # What a runner may write besides its own folder: the build caches of its side ($KERNEL_GYM_CACHE/...). The candidate's
 # runner never gets the reference's (a planted C reference would judge), the reference's never the candidate's.
-CACHE_DIRS = {"candidate": ("extensions", "nvcc_check", "pch", "cuda_raw"), "reference": ("c_reference",)}
+CACHE_DIRS = {"candidate": ("extensions", "nvcc_check", "pch", "fast_build", "cuda_raw"), "reference": ("c_reference",)}
 
 
 def confine(root: Path, device: str, role: str) -> list[str]:

@@ -108,7 +108,8 @@ def run_runner(shared, order: str, uid, events_before: bool) -> dict:
     workdir = Path(tempfile.mkdtemp(prefix="kg_confine_gpu_"))
     workdir.chmod(0o755)
     try:
-        env = dict(os.environ, PYTHONPATH=str(ROOT), HOME=str(workdir), TMPDIR=str(workdir),
+        pythonpath = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+        env = dict(os.environ, PYTHONPATH=pythonpath, HOME=str(workdir), TMPDIR=str(workdir),
                    TRITON_CACHE_DIR=str(workdir / "triton"), PYTHONDONTWRITEBYTECODE="1")
         cfg = {"workdir": str(workdir), "order": order, "uid": uid, "events_before": events_before}
         script = workdir / "runner.py"  # @triton.jit needs its source in a file
@@ -125,8 +126,14 @@ def run_runner(shared, order: str, uid, events_before: bool) -> dict:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+CONFINE_FIRST = pytest.param("confine_first", marks=pytest.mark.xfail(
+    reason="measured on H100/H200 (driver 580): CUDA cannot start under Landlock (cudaGetDeviceCount: error 304, the "
+           "driver opens /dev/nvidia* for writing), which is why a runner starts CUDA and opens the judge's events "
+           "before it confines itself (kernel_gym/runner/serve.py)", strict=False))
+
+
 @pytest.mark.parametrize("uid", [None, "auto"])
-@pytest.mark.parametrize("order", ["init_first", "confine_first"])
+@pytest.mark.parametrize("order", ["init_first", CONFINE_FIRST])
 def test_confined_runner_computes_through_cuda_ipc(shared, order, uid):
     report = run_runner(shared, order, uid, events_before=True)
     confined = report["confine"]

@@ -46,6 +46,42 @@ class ModelNew(nn.Module):
 '''
 
 
+EARLY_DONE = '''
+import gc
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=mask), 0.0), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.done = None
+
+    def forward(self, x):
+        if self.done is None:  # the runner's "done" event: kept, and a dummy left in its place
+            for o in gc.get_objects():
+                events = getattr(o, "events", None) if type(o).__name__ == "Session" else None
+                if isinstance(events, dict) and "done" in events:
+                    self.done, events["done"] = events["done"], torch.cuda.Event()
+                    break
+        if self.done is not None:
+            self.done.record()  # the judge's interval would end here, before any work
+        y = torch.empty_like(x)
+        for _ in range(20):  # 20x the work, hidden after the forged "done"
+            _relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
+        return y
+'''
+
+
 @pytest.fixture(scope="module")
 def cuda_pool():
     from kernel_gym.sandbox import WorkerPool
@@ -65,6 +101,15 @@ def test_genuine_timed_by_the_judge(cuda_pool):
     assert result.outcome is Outcome.CORRECT, result.message
     assert result.timing.method == "judge_cuda_events+gate" and result.timing.gate_ms > 0, result.timing
     assert 0.3 < result.speedup < 3.0, result.timing  # a ReLU against torch.relu: near 1
+
+
+def test_early_done_reads_as_unwritten_outputs(cuda_pool):
+    """Timer class: the candidate records the runner's "done" event before its work (and leaves a dummy for the
+    runner's own record). The outputs reach the judge's buffers only after the work, and the judge reads them right
+    after its end event, which follows that early "done": the timed rounds are wrong, never fast."""
+    result = cuda_pool.evaluate(job(EARLY_DONE, checks="none"))
+    assert not result.correct, (result.outcome, result.timing)
+    assert result.outcome in (Outcome.REJECTED, Outcome.MISMATCH), (result.outcome, result.message[:300])
 
 
 def test_hanging_call_is_a_timeout_within_seconds(cuda_pool):
