@@ -181,7 +181,7 @@ class KernelRefineRollout:
     | env_kwargs | {} | `gym.make` keywords for every episode (a label's keys win) |
     | evaluator | None | shared by every env; None: `shared_evaluator(device)` (KERNEL_GYM_EVALUATOR) |
     | generate | None | (prompt ids, trainer) -> (completion ids, logprobs); None: the trainer's own generation |
-    | policy_summaries | False | the policy summarizes its earlier turns (Kevin), batched once per turn |
+    | policy_summaries | False | the policy summarizes its earlier turns (Kevin), batched once per turn ("turns") |
     """
 
     def __init__(self, *, max_turns: int = 4, mode: str = "turns", env_kwargs: dict[str, Any] | None = None,
@@ -190,6 +190,9 @@ class KernelRefineRollout:
             raise ConfigError(f"mode must be one of {MODES}, got {mode!r}")
         if max_turns < 1:
             raise ConfigError(f"max_turns must be at least 1, got {max_turns}")
+        if policy_summaries and mode != "turns":
+            raise ConfigError("policy_summaries needs mode='turns': in mode='episode' the prompt is the conversation "
+                              "itself, which shows no summaries")
         self.max_turns, self.mode, self.evaluator = max_turns, mode, evaluator
         self.env_kwargs = dict(env_kwargs or {})
         self.generate = generate or trainer_generate

@@ -179,6 +179,8 @@ def test_configuration_errors_are_clear(tokenizer):
         rollout(["level1/relu"] * 4, Trainer())
     with pytest.raises(ConfigError, match="mode must be"):
         adapter.KernelRefineRollout(mode="trajectory")
+    with pytest.raises(ConfigError, match="policy_summaries needs mode='turns'"):
+        adapter.KernelRefineRollout(mode="episode", policy_summaries=True)
     assert adapter.parse_label([{"role": "user", "content": '{"task": "level1/relu", "gamma": 1}'}]) == {
         "task": "level1/relu", "gamma": 1}
     with pytest.raises(ConfigError):
