@@ -18,12 +18,14 @@ from kernel_gym.eval.job import EvalConfig, EvalJob, job_for, task_tolerance
 from kernel_gym.eval.result import EvalResult, Outcome
 from kernel_gym.feedback import (
     Summarizer,
+    SummaryResult,
     TurnView,
-    extractive_summary,
+    make_summarizer,
     render_feedback,
     render_observation,
     render_prompt,
     status_line,
+    summarize_turn,
 )
 from kernel_gym.rewards import (
     TurnSignals,
@@ -55,6 +57,8 @@ class Turn:
     feedback: str
     summary: str
     reward_info: dict[str, Any] = field(default_factory=dict)  # reward_terms (and plan_code) for info
+    summary_source: str = "extractive"
+    summary_error: str | None = None
 
 
 class KernelRefineEnv(gym.Env):
@@ -101,7 +105,7 @@ class KernelRefineEnv(gym.Env):
     | log_dir | str or None | None | JSONL trajectory log folder |
     | preset | str or None | None | a file in envs/ (e.g. "kevin"); explicit arguments override it |
     | evaluator | object or None | None | anything with evaluate(job) and close(); a local pool by default |
-    | summarizer | callable or None | None | reasoning -> summary; extractive by default |
+    | summarizer | callable, dict or None | None | reasoning -> summary: extractive by default; a ModelSummarizer (the policy) or a dict {"base_url", "model"} (an OpenAI-compatible endpoint) |
     | tokenizer | HF tokenizer or None | None | gives token spans in info["plan_code"] (plan_code score) |
     Every other field of `kernel_gym.config.EnvConfig` may be passed too.
 
@@ -116,7 +120,7 @@ class KernelRefineEnv(gym.Env):
     metadata = {"render_modes": ["ansi"], "render_fps": 1}
 
     def __init__(self, *, preset: str | None = None, evaluator: Evaluator | None = None,
-                 summarizer: Summarizer | None = None, render_mode: str | None = None, tokenizer: Any = None,
+                 summarizer: Summarizer | dict | None = None, render_mode: str | None = None, tokenizer: Any = None,
                  **kwargs: Any):
         self.config: EnvConfig = make_config(preset, **kwargs)
         if render_mode not in (None, *self.metadata["render_modes"]):
@@ -134,7 +138,7 @@ class KernelRefineEnv(gym.Env):
             device = local_device(device)  # workers on this machine: "cuda" without a GPU is refused now, in one line
         self.device = device
         self.score_fn = get_score(self.config.score)
-        self.summarizer = summarizer or (lambda text: extractive_summary(text, self.config.summary_chars))
+        self.summarizer = make_summarizer(summarizer, self.config.summary_chars)
         self._owns_evaluator = evaluator is None
         self.evaluator = evaluator or LocalEvaluator(self.device, workers=self.config.workers)
         if isinstance(self.evaluator, LocalEvaluator):
@@ -198,8 +202,9 @@ class KernelRefineEnv(gym.Env):
             reward_info["plan_code"] = plan_code
         feedback = render_feedback(result, code=parsed.code, dtype=self.task.dtype,
                                    allow_precision=self.task.allow_precision)
-        turn = Turn(len(self.turns) + 1, parsed, result, score, feedback,
-                    self.summarizer(parsed.reasoning) if parsed.reasoning else "", reward_info)
+        summary: SummaryResult = summarize_turn(self.summarizer, parsed.reasoning, self.config.summary_chars)
+        turn = Turn(len(self.turns) + 1, parsed, result, score, feedback, summary.text, reward_info,
+                    summary.source, summary.error)
         self.turns.append(turn)
         truncated = turn.turn >= self.config.max_turns
         self._done = truncated
@@ -283,7 +288,8 @@ class KernelRefineEnv(gym.Env):
             "error": None if r.correct else r.outcome.value, "feedback": turn.feedback,
             "outcome": r.outcome.value, "message": r.message, "hack_details": list(r.hack_details),
             "stage_ms": {**r.stage_ms, "step": round(step_ms, 3)}, "signals": dict(r.signals),
-            "reasoning_summary": turn.summary, "code_span": list(turn.parsed.code_span) if turn.parsed.code_span else None,
+            "reasoning_summary": turn.summary, "summary_source": turn.summary_source,
+            "summary_error": turn.summary_error, "code_span": list(turn.parsed.code_span) if turn.parsed.code_span else None,
             "timing": None if r.timing is None else {"runtime_cv": r.timing.runtime_cv, "baseline_cv": r.timing.baseline_cv,
                                                      "trials": r.timing.trials, "method": r.timing.method,
                                                      "speedup_rel_se": r.timing.speedup_rel_se,

@@ -4,10 +4,17 @@
     kernel-gym serve --workers 8 --device cuda                a local pool of 8 workers (GPUs round-robin)
     kernel-gym serve --evaluator ray:auto                     one Ray actor per GPU of a running cluster
     KERNEL_GYM_TOKEN=... kernel-gym serve --host 0.0.0.0      beyond localhost a token is required
+    kernel-gym serve --protocol openenv --env-kwargs '{"task": "suite:level1", "max_turns": 4}'
+                                                              whole episodes over OpenEnv's protocol
 
 Clients: `kernel_gym.service.client.ServiceEvaluator(url, token=...)`, or
 `gym.make(..., evaluator=evaluator_from_spec("http://host:8000"))`. Endpoints: POST /v1/evaluate, GET /health,
 GET /metrics (see docs/distributed.md).
+
+With --protocol openenv the server speaks OpenEnv's environment protocol instead (openenv-core's server: /ws
+sessions, POST /reset, POST /step, GET /state, /schema, /health): each session is one KernelRefine episode built
+from --preset and --env-kwargs, evaluated by the same evaluator. Client:
+`kernel_gym.integrations.openenv.KernelGymClient(base_url="http://127.0.0.1:8000")` (see docs/trainers.md).
 """
 
 from __future__ import annotations
@@ -29,6 +36,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--workers", type=int, default=1, help="sandbox workers of the local pool")
     parser.add_argument("--max-request-mb", type=float, default=16.0, help="largest request body accepted")
     parser.add_argument("--log-level", default="info", choices=("debug", "info", "warning", "error"))
+    parser.add_argument("--protocol", default="kernel-gym", choices=("kernel-gym", "openenv"),
+                        help="'kernel-gym' (evaluation jobs, /v1/evaluate) or 'openenv' (whole episodes, OpenEnv's "
+                             "environment protocol)")
+    parser.add_argument("--env-kwargs", default="{}",
+                        help="openenv: JSON object of gym.make keywords for every session (task, max_turns, ...)")
+    parser.add_argument("--preset", default=None, help="openenv: an env preset (envs/NAME.toml), e.g. kevin")
+    parser.add_argument("--max-sessions", type=int, default=64, help="openenv: concurrent episodes (WebSocket sessions)")
     parser.set_defaults(func=run)
 
 
@@ -68,9 +82,37 @@ def run(args: argparse.Namespace) -> int:
     except (KernelGymError, ValueError, ImportError) as e:
         print(f"kernel-gym serve: {e}", file=sys.stderr)
         return 2
-    app = create_app(evaluator, token=token, max_request_bytes=int(args.max_request_mb * 2**20), close_evaluator=True)
+    if args.protocol == "openenv":
+        try:
+            app = _openenv_app(args, evaluator, token)
+        except (KernelGymError, ValueError, ImportError) as e:
+            evaluator.close()
+            print(f"kernel-gym serve: {e}", file=sys.stderr)
+            return 2
+    else:
+        app = create_app(evaluator, token=token, max_request_bytes=int(args.max_request_mb * 2**20),
+                         close_evaluator=True)
     where = f"http://{args.host}:{args.port}"
-    print(f"kernel-gym serve: {type(evaluator).__name__} on {getattr(evaluator, 'device', '?')} at {where} "
+    print(f"kernel-gym serve ({args.protocol}): {type(evaluator).__name__} on {getattr(evaluator, 'device', '?')} at {where} "
           f"({'token required' if token else 'no token: localhost only'})", flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
     return 0
+
+
+def _openenv_app(args: argparse.Namespace, evaluator, token: str | None):
+    import json
+
+    from kernel_gym.env import KernelRefineEnv
+    from kernel_gym.integrations.openenv import create_openenv_app
+
+    env_kwargs = json.loads(args.env_kwargs or "{}")
+    if not isinstance(env_kwargs, dict):
+        raise ValueError(f"--env-kwargs must be a JSON object, not {args.env_kwargs!r}")
+    if args.preset:
+        env_kwargs.setdefault("preset", args.preset)
+    env_kwargs.setdefault("device", getattr(evaluator, "device", None) or args.device)
+    KernelRefineEnv(evaluator=evaluator, **env_kwargs).close()  # a bad task or keyword fails now, in one line
+    app = create_openenv_app(env_kwargs=env_kwargs, evaluator=evaluator, max_concurrent_envs=args.max_sessions,
+                             token=token)
+    app.router.on_shutdown.append(evaluator.close)
+    return app

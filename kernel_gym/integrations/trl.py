@@ -1,0 +1,379 @@
+"""TRL adapter: KernelRefine episodes as GRPOTrainer rollouts, through TRL's `rollout_func` hook.
+
+    from trl import GRPOConfig, GRPOTrainer
+    from kernel_gym.integrations.trl import KernelRefineRollout, kernel_dataset, kernel_reward
+
+    rollout = KernelRefineRollout(max_turns=4, mode="turns", env_kwargs={"device": "cuda"})
+    trainer = GRPOTrainer(model=..., args=GRPOConfig(num_generations=8, ...), train_dataset=kernel_dataset("level1"),
+                          reward_funcs=kernel_reward, rollout_func=rollout)
+
+The dataset's `prompt` column names the episode, as OpenRLHF's labels do: a task id or a JSON object with "task" and
+any `gym.make` keyword (`kernel_dataset` writes them); the model never sees it: the rollout renders the env's own
+prompt with the tokenizer's chat template. Two modes:
+
+- "turns" (Kevin's recipe, per-turn rewards): every completion slot is one turn. `max_turns` consecutive slots (the
+  same prompt, as GRPO's sampler repeats it) make one episode, and slot t is trained on turn t's observation (the
+  task, the summarized earlier turns, the newest feedback) as its prompt, its response as the completion and the
+  discounted return `R_t = kernel_gym.rewards.aggregate(scores, gamma, aggregation)[t]` as its reward. GRPO's group
+  of `num_generations` slots is then `num_generations / max_turns` episodes of one task, so the advantage is
+  normalized over all their turns. Needs `num_generations % max_turns == 0` and a per-device batch that is a
+  multiple of `max_turns`.
+- "episode" (TRL's stock multi-turn): every slot is one whole episode: the first observation as the prompt, the
+  completion every response followed by its feedback as a user turn (feedback tokens masked out of the loss through
+  `env_mask`), the reward `R_1` (the episode's discounted return; gamma=1 makes it the sum of the turn scores).
+  An episode also ends early when its completion reaches `max_completion_length`.
+
+Generation goes through the trainer's own path (`GRPOTrainer._generate_single_turn`: vLLM, server or colocated, or
+transformers' `generate`), one batched call per turn for all the process's episodes, so vLLM server mode's
+collective calls match across ranks. Evaluation goes to the process's shared evaluator (a local sandbox pool,
+Ray, or `kernel-gym serve`: `KERNEL_GYM_EVALUATOR`, see `shared_evaluator`), one thread per episode waiting on it.
+With `policy_summaries=True` the policy writes the summaries of its earlier turns (Kevin): one more batched call
+per turn, cached in a `ModelSummarizer` (extractive when the call fails, noted in `info["summary_source"]`).
+
+Extra columns the reward functions receive (one value per completion): `kernel_reward` (R_t or R_1),
+`kernel_score` (the turn's score; the best one in "episode" mode), `kernel_turn`, `kernel_task`, `kernel_correct`,
+`kernel_error`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from kernel_gym.errors import ConfigError
+from kernel_gym.feedback.summarize import ModelSummarizer
+from kernel_gym.rewards import aggregate
+
+logger = logging.getLogger(__name__)
+
+MODES = ("turns", "episode")
+FOLLOWUP = ("Result of turn {turn}: {feedback}\n\nTurn {next} of {max_turns}: improve on your best correct kernel "
+            "(or fix the error above) and answer with your reasoning and the complete solution in one ```python "
+            "code block.")
+
+Generate = Callable[[list[list[int]], Any], tuple[list[list[int]], list[list[float]] | None]]
+"""(prompt token ids, trainer) -> (completion token ids, per-token logprobs or None), one completion per prompt."""
+
+
+# ---- dataset and reward ---------------------------------------------------------------------------------------------
+def parse_label(prompt: Any) -> dict[str, Any]:
+    """A dataset prompt -> gym.make keywords: a JSON object with "task", or a bare task id (a chat prompt's last
+    message content is read)."""
+    if isinstance(prompt, list) and prompt and isinstance(prompt[-1], dict):
+        prompt = prompt[-1].get("content", "")
+    if isinstance(prompt, dict):
+        data = dict(prompt)
+    elif isinstance(prompt, str) and prompt.strip().startswith("{"):
+        data = json.loads(prompt)
+    elif isinstance(prompt, str) and prompt.strip():
+        data = {"task": prompt.strip()}
+    else:
+        raise ConfigError(f"a KernelRefine prompt must be a task id or a JSON object with 'task', got {prompt!r}")
+    if not isinstance(data, dict) or not data.get("task"):
+        raise ConfigError(f"a KernelRefine prompt needs a 'task', got {prompt!r}")
+    return data
+
+
+def kernel_dataset(suite: str | None = None, *, tasks: Sequence[str] | None = None, split: str | None = "train",
+                   repeat: int = 1, **env_kwargs: Any):
+    """A `datasets.Dataset` with one `prompt` per task (a JSON label: the task and `env_kwargs`), `repeat` times.
+
+    `suite` ("level1", "level2", ...) lists tasks with `kernel_gym.tasks.list_tasks(suite, split=split)`
+    (the eval split's tasks stay out of training unless `split=None`); or pass `tasks` explicitly.
+    """
+    from datasets import Dataset
+
+    from kernel_gym.tasks import list_tasks
+
+    if tasks is None:
+        tasks = list_tasks(suite, split)
+    if not tasks:
+        raise ConfigError(f"no tasks for suite={suite!r}, split={split!r}")
+    labels = [json.dumps({"task": task, **env_kwargs}) for task in tasks] * max(1, repeat)
+    return Dataset.from_dict({"prompt": labels})
+
+
+def kernel_reward(completions: list[Any], kernel_reward: list[float] | None = None, log_metric: Any = None,
+                  kernel_correct: list[bool] | None = None, **kwargs: Any) -> list[float]:
+    """GRPOTrainer reward function: the rollout's `kernel_reward` column (R_t per turn, or R_1 per episode)."""
+    if kernel_reward is None or len(kernel_reward) != len(completions):
+        raise ConfigError("kernel_reward needs KernelRefineRollout as the trainer's rollout_func")
+    if log_metric is not None and kernel_correct:
+        log_metric("kernel/correct", sum(map(bool, kernel_correct)) / len(kernel_correct))
+    return [float(r) for r in kernel_reward]
+
+
+# ---- chat formatting ------------------------------------------------------------------------------------------------
+class ChatTokens:
+    """Token ids of a user turn (a fresh conversation) and of a follow-up user turn, through the chat template."""
+
+    def __init__(self, tokenizer: Any, chat_template_kwargs: dict[str, Any] | None = None):
+        self.tokenizer = getattr(tokenizer, "tokenizer", tokenizer)  # a processor's tokenizer
+        self.kwargs = dict(chat_template_kwargs or {})
+        self.chat = getattr(self.tokenizer, "chat_template", None) is not None
+
+    def encode(self, text: str) -> list[int]:
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.decode(list(ids), skip_special_tokens=True)
+
+    def user_turn(self, text: str) -> list[int]:
+        """A conversation whose one user message is `text`, ready for the assistant's answer."""
+        if not self.chat:
+            return self.encode(text)
+        return self.encode(self._render([{"role": "user", "content": text}], add_generation_prompt=True))
+
+    def followup(self, text: str, response_ids: Sequence[int]) -> list[int]:
+        """Tokens after a response: the end of the assistant turn, `text` as a user turn, the generation prompt."""
+        if not self.chat:
+            return self.encode(f"\n\n{text}\n\n")
+        base = [{"role": "user", "content": "x"}, {"role": "assistant", "content": "y"}]
+        prefix = self._render(base)
+        full = self._render([*base, {"role": "user", "content": text}], add_generation_prompt=True)
+        if not full.startswith(prefix):
+            raise ConfigError("the chat template does not render a conversation as a prefix of its continuation")
+        eos = self.tokenizer.eos_token or ""
+        cut = prefix.rfind(eos) + len(eos) if eos and eos in prefix else len(prefix)
+        ids = self.encode(full[cut:])  # what follows the assistant's end-of-turn token
+        eos_id = self.tokenizer.eos_token_id
+        if eos and eos in prefix and eos_id is not None and (not response_ids or response_ids[-1] != eos_id):
+            ids = [eos_id, *ids]  # the response was cut by the length limit: close its turn
+        return ids
+
+    def _render(self, messages: list[dict[str, str]], add_generation_prompt: bool = False) -> str:
+        return self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=add_generation_prompt,
+                                                  **self.kwargs)
+
+
+def trainer_generate(prompt_ids: list[list[int]], trainer: Any) -> tuple[list[list[int]], list[list[float]] | None]:
+    """One completion per prompt through GRPOTrainer's own generation path (vLLM or transformers)."""
+    return trainer._generate_single_turn(prompt_ids, None, {}, 1)
+
+
+# ---- the rollout ----------------------------------------------------------------------------------------------------
+@dataclass
+class _Episode:
+    env: Any
+    label: dict[str, Any]
+    slots: list[int]
+    observation: str = ""
+    prompt_ids: list[int] = field(default_factory=list)
+    samples: list[dict[str, Any]] = field(default_factory=list)  # "turns": one per turn
+    completion: list[int] = field(default_factory=list)  # "episode": responses and feedback
+    env_mask: list[int] = field(default_factory=list)
+    logprobs: list[float] | None = field(default_factory=list)
+    infos: list[dict[str, Any]] = field(default_factory=list)
+    done: bool = False
+
+
+class KernelRefineRollout:
+    """GRPOTrainer's `rollout_func`: runs KernelRefine episodes for a batch of prompts (see the module docstring).
+
+    | argument | default | meaning |
+    |---|---|---|
+    | max_turns | 4 | turns per episode (a label's own `max_turns` must agree in "turns" mode) |
+    | mode | "turns" | "turns" (one sample per turn, reward R_t) or "episode" (one sample per episode, R_1) |
+    | env_kwargs | {} | `gym.make` keywords for every episode (a label's keys win) |
+    | evaluator | None | shared by every env; None: `shared_evaluator(device)` (KERNEL_GYM_EVALUATOR) |
+    | generate | None | (prompt ids, trainer) -> (completion ids, logprobs); None: the trainer's own generation |
+    | policy_summaries | False | the policy summarizes its earlier turns (Kevin), batched once per turn ("turns") |
+    """
+
+    def __init__(self, *, max_turns: int = 4, mode: str = "turns", env_kwargs: dict[str, Any] | None = None,
+                 evaluator: Any = None, generate: Generate | None = None, policy_summaries: bool = False):
+        if mode not in MODES:
+            raise ConfigError(f"mode must be one of {MODES}, got {mode!r}")
+        if max_turns < 1:
+            raise ConfigError(f"max_turns must be at least 1, got {max_turns}")
+        if policy_summaries and mode != "turns":
+            raise ConfigError("policy_summaries needs mode='turns': in mode='episode' the prompt is the conversation "
+                              "itself, which shows no summaries")
+        self.max_turns, self.mode, self.evaluator = max_turns, mode, evaluator
+        self.env_kwargs = dict(env_kwargs or {})
+        self.generate = generate or trainer_generate
+        self.policy_summaries = policy_summaries
+        self.summarizer: _PolicySummarizer | None = None  # with policy_summaries: its cache lasts across batches
+        self.__name__ = type(self).__name__
+
+    def __call__(self, prompts: list[Any], trainer: Any) -> dict[str, Any]:
+        chat = ChatTokens(trainer.processing_class, getattr(trainer, "chat_template_kwargs", None))
+        summarizer = None
+        if self.policy_summaries:
+            if self.summarizer is None or self.summarizer.trainer is not trainer:
+                self.summarizer = _PolicySummarizer(chat, self.generate, trainer,
+                                                    max_chars=int(self.env_kwargs.get("summary_chars", 400)))
+            summarizer = self.summarizer
+        episodes = self._start(prompts, trainer, summarizer)
+        try:
+            with ThreadPoolExecutor(max_workers=max(1, len(episodes)), thread_name_prefix="kernel-gym-trl") as pool:
+                for _ in range(self.max_turns):
+                    self._turn(episodes, chat, trainer, pool, summarizer)
+        finally:
+            for episode in episodes:
+                episode.env.close()
+        return self._output(episodes, len(prompts))
+
+    # ---- pieces -----------------------------------------------------------------------------------------------------
+    def _start(self, prompts: list[Any], trainer: Any, summarizer: ModelSummarizer | None) -> list[_Episode]:
+        size = self.max_turns if self.mode == "turns" else 1
+        if self.mode == "turns":
+            groups = [getattr(trainer, "num_generations", None), getattr(trainer, "num_generations_eval", None)]
+            if len(prompts) % size or any(g and g % size for g in groups):
+                raise ConfigError(f"mode='turns' makes one completion per turn: num_generations ({groups[0]}), "
+                                  f"num_generations_eval ({groups[1]}) and the per-device batch ({len(prompts)}) must "
+                                  f"be multiples of max_turns ({size})")
+        episodes = []
+        for start in range(0, len(prompts), size):
+            chunk = prompts[start:start + size]
+            if any(p != chunk[0] for p in chunk):
+                raise ConfigError("mode='turns': the max_turns consecutive prompts of one episode differ (GRPO's "
+                                  "sampler repeats each prompt num_generations times; keep that a multiple of "
+                                  "max_turns)")
+            label = parse_label(chunk[0])
+            episodes.append(_Episode(self._make_env(label, summarizer), label, list(range(start, start + size))))
+        for episode in episodes:
+            seed = episode.label.get("seed")
+            episode.observation, _ = episode.env.reset(seed=None if seed is None else int(seed))
+        return episodes
+
+    def _make_env(self, label: dict[str, Any], summarizer: ModelSummarizer | None):
+        from kernel_gym.device import local_device
+        from kernel_gym.env import KernelRefineEnv
+        from kernel_gym.integrations.shared_evaluator import shared_evaluator
+
+        kwargs = {**self.env_kwargs, **{k: v for k, v in label.items() if k != "seed"}}
+        if self.mode == "turns" and int(kwargs.get("max_turns", self.max_turns)) != self.max_turns:
+            raise ConfigError(f"a label's max_turns ({kwargs['max_turns']}) differs from the rollout's "
+                              f"({self.max_turns}): in mode='turns' every episode fills max_turns slots")
+        kwargs["max_turns"] = int(kwargs.get("max_turns", self.max_turns))
+        device = kwargs.get("device", "auto")
+        kwargs["device"] = local_device("auto") if device == "auto" else device
+        if summarizer is not None:
+            kwargs["summarizer"] = summarizer
+        return KernelRefineEnv(evaluator=self.evaluator or shared_evaluator(kwargs["device"]), **kwargs)
+
+    def _turn(self, episodes: list[_Episode], chat: ChatTokens, trainer: Any, pool: ThreadPoolExecutor,
+              summarizer: ModelSummarizer | None) -> None:
+        active = [e for e in episodes if not e.done]
+        contexts = []
+        for e in active:
+            if self.mode == "turns" or not e.prompt_ids:
+                context = chat.user_turn(e.observation)
+                if not e.prompt_ids:
+                    e.prompt_ids = context
+                contexts.append(context)
+            else:
+                contexts.append(e.prompt_ids + e.completion)
+        completions, logprobs = self.generate(contexts, trainer) if contexts or _collective(trainer) else ([], None)
+        texts = [chat.decode(ids) for ids in completions]
+        if summarizer is not None:
+            self._prefetch_summaries(summarizer, active, texts, trainer)
+        results = list(pool.map(lambda pair: pair[0].env.step(pair[1]), zip(active, texts)))
+        limit = getattr(trainer, "max_completion_length", None)
+        for i, (e, (obs, _, terminated, truncated, info)) in enumerate(zip(active, results)):
+            ids = list(completions[i])
+            lps = list(logprobs[i]) if logprobs is not None else None
+            e.infos.append(info)
+            e.done = bool(terminated or truncated)
+            if self.mode == "turns":
+                e.samples.append({"prompt_ids": contexts[i], "completion_ids": ids, "logprobs": lps})
+            else:
+                feedback = [] if e.done else chat.followup(
+                    FOLLOWUP.format(turn=info["turn"], feedback=info["feedback"], next=info["turn"] + 1,
+                                    max_turns=e.env.config.max_turns), ids)
+                e.completion += ids + feedback
+                e.env_mask += [1] * len(ids) + [0] * len(feedback)
+                e.logprobs = None if lps is None or e.logprobs is None else e.logprobs + lps + [0.0] * len(feedback)
+                if limit and len(e.completion) >= limit:
+                    e.done = True  # the completion budget is spent: the episode ends here
+            e.observation = obs
+
+    def _prefetch_summaries(self, summarizer: ModelSummarizer, active: list[_Episode], texts: list[str],
+                            trainer: Any) -> None:
+        """The policy's summaries of this turn's reasoning, in one batched generation (the env's step then finds
+        them in the cache)."""
+        from kernel_gym.actions import parse_action
+
+        wanted = []
+        for e, text in zip(active, texts):
+            cfg = e.env.config
+            reasoning = parse_action(text, backend=cfg.backend, max_response_chars=cfg.max_response_chars,
+                                     max_code_chars=cfg.max_code_chars).reasoning
+            if reasoning and not summarizer.cached(reasoning):
+                wanted.append(reasoning)
+        try:
+            prompts = [summarizer.user_ids(reasoning) for reasoning in wanted]
+            done, _ = self.generate(prompts, trainer) if prompts or _collective(trainer) else ([], None)
+            for reasoning, ids in zip(wanted, done):
+                if summarizer.decode(ids).strip():
+                    summarizer.prefill(reasoning, summarizer.decode(ids))
+        except Exception as e:  # noqa: BLE001 - each env's own call then falls back and reports it
+            logger.warning("kernel-gym: batched policy summaries failed (%s: %s)", type(e).__name__, e)
+
+    def _output(self, episodes: list[_Episode], n: int) -> dict[str, Any]:
+        out: dict[str, list[Any]] = {k: [None] * n for k in (
+            "prompt_ids", "completion_ids", "logprobs", "kernel_reward", "kernel_score", "kernel_turn", "kernel_task",
+            "kernel_correct", "kernel_error")}
+        if self.mode == "episode":
+            out["env_mask"] = [None] * n
+        for e in episodes:
+            scores = [float(info["score"]) for info in e.infos]
+            cfg = e.env.config
+            returns = e.infos[-1].get("returns") if e.infos and "returns" in e.infos[-1] else None
+            returns = returns if returns is not None and len(returns) == len(scores) else aggregate(
+                scores, cfg.gamma, cfg.aggregation)
+            if self.mode == "turns":
+                for slot, sample, info, ret in zip(e.slots, e.samples, e.infos, returns):
+                    _put(out, slot, sample, ret, info["score"], info)
+            else:
+                best = max(range(len(scores)), key=scores.__getitem__)
+                sample = {"prompt_ids": e.prompt_ids, "completion_ids": e.completion, "logprobs": e.logprobs}
+                _put(out, e.slots[0], sample, returns[0], scores[best], e.infos[best])
+                out["kernel_turn"][e.slots[0]] = len(scores)
+                out["env_mask"][e.slots[0]] = e.env_mask
+        if any(lp is None for lp in out["logprobs"]):
+            out["logprobs"] = None
+        return out
+
+
+class _PolicySummarizer(ModelSummarizer):
+    """The trainer's model as the summarizer. Its summaries are filled in by the rollout's batched calls; a miss
+    (or a failure) asks the model alone, then falls back to the extractive summary."""
+
+    def __init__(self, chat: ChatTokens, generate: Generate, trainer: Any, **kwargs: Any):
+        self.chat, self.trainer, self._generate_ids = chat, trainer, generate
+        super().__init__(self._one, **kwargs)
+
+    def user_ids(self, reasoning: str) -> list[int]:
+        return self.chat.user_turn(self.messages(reasoning)[0]["content"])
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return self.chat.decode(ids)
+
+    def _one(self, messages: list[dict[str, str]]) -> str:
+        if _collective(self.trainer):
+            raise RuntimeError("not prefetched, and vLLM server generation cannot be called from one rank alone")
+        ids, _ = self._generate_ids([self.chat.user_turn(messages[0]["content"])], self.trainer)
+        return self.chat.decode(ids[0])
+
+
+def _collective(trainer: Any) -> bool:
+    """Generation is a collective call across ranks (vLLM server mode): every rank calls it, even with no prompt."""
+    return bool(getattr(trainer, "use_vllm", False)) and getattr(trainer, "vllm_mode", None) == "server"
+
+
+def _put(out: dict[str, list[Any]], slot: int, sample: dict[str, Any], ret: float, score: float,
+         info: dict[str, Any]) -> None:
+    for key in ("prompt_ids", "completion_ids", "logprobs"):
+        out[key][slot] = sample[key]
+    out["kernel_reward"][slot] = float(ret)
+    out["kernel_score"][slot] = float(score)
+    out["kernel_turn"][slot] = int(info["turn"])
+    out["kernel_task"][slot] = info["task"]
+    out["kernel_correct"][slot] = bool(info["correct"])
+    out["kernel_error"][slot] = info.get("error") or ""
