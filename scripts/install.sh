@@ -11,11 +11,15 @@
 # - OpenRLHF's Python package *without* its GPU stack (vLLM, DeepSpeed, flash-attn: `--no-deps`), plus the two light
 #   packages its modules import: enough for kernel_gym.integrations.openrlhf and its tests. Training itself needs the
 #   full stack on GPU machines: `pip install "kernel-gym[train]"` (docs/openrlhf.md).
+# - verl the same way (`--no-deps`, plus the few packages its agent-loop modules import): enough for
+#   kernel_gym.integrations.verl and its tests; GPU training: `pip install "kernel-gym[verl]"` (docs/trainers.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PYTHON=${PYTHON:-python3}
 OPENRLHF_VERSION=0.11.2  # the adapter patches OpenRLHF's SamplesGenerator: pinned to the version the tests verified
+VERL_VERSION=0.9.1  # kernel_gym.integrations.verl relies on its agent-loop worker's shape: the version the tests verified
+TRANSFERQUEUE_VERSION=0.1.11
 
 "$PYTHON" -m venv .venv
 # Byte-compiled at install (~1 CPU-minute): the evaluation's runner processes import torch and triton from a
@@ -23,4 +27,8 @@ OPENRLHF_VERSION=0.11.2  # the adapter patches OpenRLHF's SamplesGenerator: pinn
 # would compile them again (measured: ~2x the CPU of a runner's start-up).
 .venv/bin/python -m pip install -q -e ".[dev]" pylatexenc aiohttp
 .venv/bin/python -m pip install -q --no-deps "openrlhf==${OPENRLHF_VERSION}"
+# verl likewise: its agent-loop package and TransferQueue (its V1 trainer's store) without their pins (verl 0.9.1 pins
+# transformers<5.11 and pulls wandb, tensorboard, ray[default]), plus the packages its agent-loop modules import.
+.venv/bin/python -m pip install -q --no-deps "verl==${VERL_VERSION}" "transferqueue==${TRANSFERQUEUE_VERSION}"
+.venv/bin/python -m pip install -q "tensordict==0.10.0" hydra-core codetiming cachetools msgspec torchdata peft
 echo "kernel-gym installed in .venv ($(.venv/bin/kernel-gym --version)); run .venv/bin/kernel-gym demo"
