@@ -48,9 +48,9 @@ def _initialize(device: str, root: Path) -> Any:
         torch.cuda.init()
         torch.empty(1, device="cuda").add_(1)
         torch.cuda.synchronize()
-        from kernel_gym.eval.timing import pooled_streams
+        from kernel_gym.eval.timing import track_streams
 
-        pooled_streams(torch.device("cuda"))  # the streams the launch gate holds, named before any candidate runs
+        track_streams()  # the streams the launch gate holds: those the solution makes, tracked before any of it runs
     return Snapshot()
 
 

@@ -112,6 +112,23 @@ def test_early_done_reads_as_unwritten_outputs(cuda_pool):
     assert result.outcome in (Outcome.REJECTED, Outcome.MISMATCH), (result.outcome, result.message[:300])
 
 
+def test_gate_holds_the_streams_a_solution_made():
+    """The runner tracks `torch.cuda.Stream()` from its start: the gate holds the legacy stream and the streams made
+    since (not torch's 128 pooled streams), and a wrapped external stream is left to the profiler check."""
+    import torch
+
+    from kernel_gym.eval import timing
+
+    timing.track_streams()
+    before = len(timing.gated_streams(torch.device("cuda")))
+    made = torch.cuda.Stream()
+    external = torch.cuda.ExternalStream(torch.cuda.Stream(priority=-1).cuda_stream)
+    gated = [s.cuda_stream for s in timing.gated_streams(torch.device("cuda"))]
+    assert gated[0] == 0 and made.cuda_stream in gated and len(gated) <= before + 2, gated
+    assert external.cuda_stream in gated  # the pooled stream it wraps was made above: tracked as that one
+    assert len(gated) < 10, gated  # not the pools' 128
+
+
 def test_hanging_call_is_a_timeout_within_seconds(cuda_pool):
     """A kernel that never ends from the fifth call on: `timeout` at max(2 s, 50x the reference's call) plus the
     kill, not the run limit; the runner is replaced and the next job is judged normally."""
