@@ -14,3 +14,4 @@ def ray_cluster():
     yield ray
     if started:
         ray.shutdown()
+

@@ -21,34 +21,19 @@ import pytest
 pytest.importorskip("openrlhf.utils.agent", reason="OpenRLHF is not installed (pip install --no-deps openrlhf "
                                                    "pylatexenc aiohttp; .ci/run does)")
 
+from chat_helpers import chat_tokenizer  # noqa: E402
 from openrlhf.utils.agent import AgentExecutorBase, AgentInstanceBase, MultiTurnAgentExecutor  # noqa: E402
 
 from kernel_gym.integrations import openrlhf as adapter  # noqa: E402
 from kernel_gym.integrations import openrlhf_train as launcher  # noqa: E402
 from kernel_gym.rewards import aggregate  # noqa: E402
 
-CHATML = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-          "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
 NO_CODE = "I think a fused kernel would help, but I forgot the code."
 
 
 @pytest.fixture(scope="module")
 def tokenizer(repo_root):
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-    trainer = trainers.BpeTrainer(vocab_size=800, special_tokens=specials,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    corpus = [(repo_root / "tests" / "solutions" / "level1_relu.py").read_text(), (repo_root / "README.md").read_text()]
-    tok.train_from_iterator(corpus, trainer)
-    hf = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-                                 additional_special_tokens=["<|im_start|>"])
-    hf.chat_template = CHATML
-    return hf
+    return chat_tokenizer(repo_root, vocab_size=800)
 
 
 class ScriptedEngine:

@@ -14,33 +14,19 @@ import pytest
 
 pytest.importorskip("trl", reason="TRL is not installed (pip install 'kernel-gym[trl]'; .ci/run installs it)")
 
+from chat_helpers import chat_tokenizer  # noqa: E402
 from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 
 from kernel_gym.errors import ConfigError  # noqa: E402
 from kernel_gym.integrations import trl as adapter  # noqa: E402
 from kernel_gym.rewards import aggregate  # noqa: E402
 
-CHATML = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-          "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
 NO_CODE = "I think a fused kernel would help, but I forgot the code."
 
 
 @pytest.fixture(scope="module")
 def tokenizer(repo_root):
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=1200, special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    corpus = [(repo_root / "tests" / "solutions" / "level1_relu.py").read_text(), (repo_root / "README.md").read_text(),
-              (repo_root / "kernel_gym" / "feedback" / "templates" / "prompt.j2").read_text()]
-    tok.train_from_iterator(corpus, trainer)
-    hf = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-                                 additional_special_tokens=["<|im_start|>"])
-    hf.chat_template = CHATML
+    hf = chat_tokenizer(repo_root, extra_texts=((repo_root / "kernel_gym" / "feedback" / "templates" / "prompt.j2").read_text(),))
     hf.padding_side = "left"
     return hf
 

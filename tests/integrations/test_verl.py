@@ -24,6 +24,7 @@ pytest.importorskip("verl.experimental.agent_loop", reason="verl is not installe
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+from chat_helpers import chat_tokenizer  # noqa: E402
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopWorker, _agent_loop_registry  # noqa: E402
 from verl.workers.rollout.replica import TokenOutput  # noqa: E402
 
@@ -32,8 +33,6 @@ from kernel_gym.integrations import verl as adapter  # noqa: E402
 from kernel_gym.integrations.verl_data import verl_rows, write_parquet  # noqa: E402
 from kernel_gym.rewards import aggregate  # noqa: E402
 
-CHATML = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
-          "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
 NO_CODE = "I think a fused kernel would help, but I forgot the code."
 SCRIPT = "examples/verl/run_kevin.sh"
 
@@ -41,19 +40,9 @@ SCRIPT = "examples/verl/run_kevin.sh"
 @pytest.fixture(scope="module")
 def model_dir(repo_root, tmp_path_factory) -> Path:
     """A local 'model' folder: a BPE tokenizer trained here (ChatML template) and a tiny Qwen2 config."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast, Qwen2Config
+    from transformers import Qwen2Config
 
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(vocab_size=1200, special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    corpus = [(repo_root / "tests" / "solutions" / "level1_relu.py").read_text(), (repo_root / "README.md").read_text()]
-    tok.train_from_iterator(corpus, trainer)
-    hf = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-                                 additional_special_tokens=["<|im_start|>"])
-    hf.chat_template = CHATML
+    hf = chat_tokenizer(repo_root)
     path = tmp_path_factory.mktemp("verl_model")
     hf.save_pretrained(path)
     Qwen2Config(vocab_size=len(hf), hidden_size=16, intermediate_size=32, num_hidden_layers=1, num_attention_heads=2,
