@@ -49,6 +49,7 @@ import torch
 from openrlhf.utils.agent import AgentExecutorBase, AgentInstanceBase
 
 from kernel_gym.errors import ConfigError
+from kernel_gym.integrations import episodes
 from kernel_gym.integrations.shared_evaluator import offload, shared_evaluator
 from kernel_gym.rewards import aggregate
 
@@ -63,25 +64,12 @@ ERROR_CODES = ("none", "format_error", "rejected", "compile_error", "runtime_err
 
 _ENV_DEFAULTS = {"KERNEL_GYM_MAX_TURNS": ("max_turns", int), "KERNEL_GYM_GAMMA": ("gamma", float),
                  "KERNEL_GYM_RETURN_MODE": ("aggregation", str), "KERNEL_GYM_DEVICE": ("device", str)}
-_FOLLOWUP = ("Result of turn {turn}: {feedback}\n\nTurn {next} of {max_turns}: improve on your best correct kernel "
-             "(or fix the error above) and answer with your reasoning and the complete solution in one ```python "
-             "code block.")
 
 
 # ---- labels and settings -------------------------------------------------------------------------------------------
 def parse_label(label: Any) -> dict[str, Any]:
     """A prompt's label -> dict: a JSON object string (or a dict) with at least "task"; a bare string is a task id."""
-    if isinstance(label, dict):
-        data = dict(label)
-    elif isinstance(label, str) and label.strip().startswith("{"):
-        data = json.loads(label)
-    elif isinstance(label, str) and label.strip():
-        data = {"task": label.strip()}
-    else:
-        raise ConfigError(f"an OpenRLHF label must be a JSON object string with a 'task' key, got {label!r}")
-    if not isinstance(data, dict) or not data.get("task"):
-        raise ConfigError(f"an OpenRLHF label needs a 'task' key, got {label!r}")
-    return data
+    return episodes.parse_label(label, "an OpenRLHF label")
 
 
 def env_settings(label: Any) -> tuple[dict[str, Any], int | None]:
@@ -237,8 +225,7 @@ class KernelRefineAgent(AgentInstanceBase):
             feedback = ""
             await offload(self.close)
         else:
-            text = _FOLLOWUP.format(turn=info["turn"], feedback=info["feedback"], next=info["turn"] + 1,
-                                    max_turns=self.max_turns)
+            text = episodes.followup(info, self.max_turns)
             feedback = self.chat.followup(text, states.get("action_end"))
         return {"rewards": torch.tensor(float(reward)), "scores": torch.tensor(max(self.scores)),
                 "environment_feedback": feedback, "done": done, "extra_logs": turn_logs(info),

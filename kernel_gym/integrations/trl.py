@@ -46,14 +46,12 @@ from typing import Any
 
 from kernel_gym.errors import ConfigError
 from kernel_gym.feedback.summarize import ModelSummarizer
+from kernel_gym.integrations import episodes as shared
 from kernel_gym.rewards import aggregate
 
 logger = logging.getLogger(__name__)
 
 MODES = ("turns", "episode")
-FOLLOWUP = ("Result of turn {turn}: {feedback}\n\nTurn {next} of {max_turns}: improve on your best correct kernel "
-            "(or fix the error above) and answer with your reasoning and the complete solution in one ```python "
-            "code block.")
 
 Generate = Callable[[list[list[int]], Any], tuple[list[list[int]], list[list[float]] | None]]
 """(prompt token ids, trainer) -> (completion token ids, per-token logprobs or None), one completion per prompt."""
@@ -63,19 +61,7 @@ Generate = Callable[[list[list[int]], Any], tuple[list[list[int]], list[list[flo
 def parse_label(prompt: Any) -> dict[str, Any]:
     """A dataset prompt -> gym.make keywords: a JSON object with "task", or a bare task id (a chat prompt's last
     message content is read)."""
-    if isinstance(prompt, list) and prompt and isinstance(prompt[-1], dict):
-        prompt = prompt[-1].get("content", "")
-    if isinstance(prompt, dict):
-        data = dict(prompt)
-    elif isinstance(prompt, str) and prompt.strip().startswith("{"):
-        data = json.loads(prompt)
-    elif isinstance(prompt, str) and prompt.strip():
-        data = {"task": prompt.strip()}
-    else:
-        raise ConfigError(f"a KernelRefine prompt must be a task id or a JSON object with 'task', got {prompt!r}")
-    if not isinstance(data, dict) or not data.get("task"):
-        raise ConfigError(f"a KernelRefine prompt needs a 'task', got {prompt!r}")
-    return data
+    return shared.parse_label(prompt, "a KernelRefine prompt")
 
 
 def kernel_dataset(suite: str | None = None, *, tasks: Sequence[str] | None = None, split: str | None = "train",
@@ -284,8 +270,7 @@ class KernelRefineRollout:
                 e.samples.append({"prompt_ids": contexts[i], "completion_ids": ids, "logprobs": lps})
             else:
                 feedback = [] if e.done else chat.followup(
-                    FOLLOWUP.format(turn=info["turn"], feedback=info["feedback"], next=info["turn"] + 1,
-                                    max_turns=e.env.config.max_turns), ids)
+                    shared.followup(info, e.env.config.max_turns), ids)
                 e.completion += ids + feedback
                 e.env_mask += [1] * len(ids) + [0] * len(feedback)
                 e.logprobs = None if lps is None or e.logprobs is None else e.logprobs + lps + [0.0] * len(feedback)

@@ -36,7 +36,6 @@ the machine's judge ("local", device cuda, where the worker sees a GPU). Env ste
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from typing import Any
@@ -45,6 +44,7 @@ from uuid import uuid4
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
 
 from kernel_gym.errors import ConfigError
+from kernel_gym.integrations import episodes
 from kernel_gym.integrations.shared_evaluator import offload, shared_evaluator
 from kernel_gym.rewards import aggregate
 
@@ -54,9 +54,6 @@ AGENT_NAME = "kernel_gym"
 MODES = ("trajectory", "turns")
 LABEL_KEY = "kernel_gym"
 """The key of a dataset row's `extra_info` that holds the episode's label."""
-FOLLOWUP = ("Result of turn {turn}: {feedback}\n\nTurn {next} of {max_turns}: improve on your best correct kernel "
-            "(or fix the error above) and answer with your reasoning and the complete solution in one ```python "
-            "code block.")
 
 
 class TurnOutput(AgentLoopOutput):
@@ -74,14 +71,7 @@ class TurnOutput(AgentLoopOutput):
 
 def parse_label(label: Any) -> dict[str, Any]:
     """`extra_info["kernel_gym"]` -> gym.make keywords (+ `seed`): a JSON object string or a dict with "task"."""
-    if isinstance(label, str) and label.strip().startswith("{"):
-        label = json.loads(label)
-    elif isinstance(label, str) and label.strip():
-        label = {"task": label.strip()}
-    if not isinstance(label, dict) or not label.get("task"):
-        raise ConfigError(f"a verl row needs extra_info[{LABEL_KEY!r}] with a 'task' key (a JSON object string or a "
-                          f"dict), got {label!r}")
-    return dict(label)
+    return episodes.parse_label(label, f"a verl row's extra_info[{LABEL_KEY!r}]")
 
 
 def turn_info(info: dict[str, Any]) -> dict[str, Any]:
@@ -199,8 +189,7 @@ class KernelRefineAgentLoop(AgentLoopBase):
                 break
             messages.append({"role": "assistant", "content": text})
             previous = list(messages)
-            messages.append({"role": "user", "content": FOLLOWUP.format(
-                turn=info["turn"], feedback=info["feedback"], next=info["turn"] + 1, max_turns=env.config.max_turns)})
+            messages.append({"role": "user", "content": episodes.followup(info, env.config.max_turns)})
             merge, new_mask, new_logprobs = await self.ct_merge_context_msg(previous, messages, tokens, mask, logprobs)
             if len(new_mask) >= self.response_length:
                 break  # no room left for another answer: the episode ends here, cut
