@@ -1,12 +1,16 @@
 """What every trainer adapter (OpenRLHF, verl, TRL) shares, with no framework imported: a dataset label read as
-`gym.make` keywords, and the follow-up user turn that carries a step's feedback to the policy's next answer."""
+`gym.make` keywords, the follow-up user turn that carries a step's feedback to the policy's next answer, and the
+policy's own summary of each turn (Kevin) requested from an async trainer's engine before the step."""
 
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 from kernel_gym.errors import ConfigError
+
+logger = logging.getLogger(__name__)
 
 FOLLOWUP = ("Result of turn {turn}: {feedback}\n\nTurn {next} of {max_turns}: improve on your best correct kernel "
             "(or fix the error above) and answer with your reasoning and the complete solution in one ```python "
@@ -34,3 +38,42 @@ def parse_label(label: Any, where: str = "a label") -> dict[str, Any]:
     if not isinstance(data, dict) or not data.get("task"):
         raise ConfigError(f"{where} needs a 'task' key, got {label!r}")
     return data
+
+
+# ---- Kevin's self-summaries from an async trainer's own engine ------------------------------------------------------
+def _made_by_the_trainer(messages: Any) -> str:
+    raise RuntimeError("no summary from the trainer's engine for this turn (its request failed or was not made)")
+
+
+def policy_summarizer(max_chars: int = 400) -> Any:
+    """The env's summarizer when the trainer's async engine writes the summaries (`prefill_summary` before each step):
+    a `ModelSummarizer` whose own call only fails, so a turn the trainer could not summarize gets the extractive
+    summary, with `info["summary_source"] == "fallback"` and the reason in `info["summary_error"]`."""
+    from kernel_gym.feedback.summarize import ModelSummarizer
+
+    return ModelSummarizer(_made_by_the_trainer, max_chars=max_chars)
+
+
+async def prefill_summary(env: Any, action_text: str, generate: Any) -> None:
+    """Before `env.step(action_text)`: the policy's summary of the action's reasoning, from `await generate(messages)
+    -> text` (the trainer's engine, on its event loop), put in the env's summarizer cache where the step finds it.
+    Does nothing unless the env's summarizer came from `policy_summarizer`; a failed request only logs (the step then
+    falls back and says so in `info`)."""
+    from kernel_gym.actions import parse_action
+    from kernel_gym.feedback.summarize import clean_summary
+
+    summarizer = getattr(env, "summarizer", None)
+    if getattr(summarizer, "generate", None) is not _made_by_the_trainer:
+        return
+    cfg = env.config
+    reasoning = parse_action(action_text, backend=cfg.backend, max_response_chars=cfg.max_response_chars,
+                             max_code_chars=cfg.max_code_chars).reasoning
+    if not reasoning or summarizer.cached(reasoning):
+        return
+    try:
+        text = clean_summary(await generate(summarizer.messages(reasoning)), summarizer.max_chars)
+    except Exception as e:  # noqa: BLE001 - the env's step falls back to the extractive summary and reports it
+        logger.warning("kernel-gym: the policy's summary request failed (%s: %s)", type(e).__name__, e)
+        return
+    if text:
+        summarizer.prefill(reasoning, text)

@@ -57,6 +57,8 @@ logger = logging.getLogger(__name__)
 
 ENV_MODE = "KERNEL_GYM_OPENRLHF_MODE"
 ENV_FLATTEN = "KERNEL_GYM_OPENRLHF_FLATTEN"  # set by kernel_gym.integrations.openrlhf_train in every Ray worker
+ENV_SUMMARIES = "KERNEL_GYM_POLICY_SUMMARIES"  # "1": the policy summarizes its turns (Kevin; turns mode only)
+SUMMARY_TOKENS = 256  # the longest summary the policy is asked for
 MODES = ("sum", "turns")
 ERROR_CODES = ("none", "format_error", "rejected", "compile_error", "runtime_error", "timeout", "crash", "oom",
                "mismatch", "unsupported")
@@ -193,9 +195,10 @@ def _template_breaks(tokenizer: Any) -> tuple[str, str] | None:
 class KernelRefineAgent(AgentInstanceBase):
     """One KernelRefine episode behind OpenRLHF's agent API (reset once, then step per response)."""
 
-    def __init__(self, *, chat: ChatFormat | None = None, evaluator: Any = None):
+    def __init__(self, *, chat: ChatFormat | None = None, evaluator: Any = None, policy_summaries: bool = False):
         self.chat = chat or ChatFormat()
         self.evaluator = evaluator  # None: the process's shared evaluator for the env's device
+        self.policy_summaries = policy_summaries  # the executor asks llm_engine for each turn's summary
         self.env = None
         self.config = None  # the episode's EnvConfig (kept after close: max_turns, gamma, aggregation)
         self.scores: list[float] = []
@@ -255,6 +258,8 @@ class KernelRefineAgent(AgentInstanceBase):
         device = env_kwargs.get("device", "auto")
         env_kwargs["device"] = local_device("auto") if device == "auto" else device
         evaluator = self.evaluator or shared_evaluator(env_kwargs["device"])
+        if self.policy_summaries:
+            env_kwargs["summarizer"] = episodes.policy_summarizer(int(env_kwargs.get("summary_chars", 400)))
         return KernelRefineEnv(evaluator=evaluator, **env_kwargs)
 
 
@@ -275,7 +280,11 @@ class KernelRefineExecutor(AgentExecutorBase):
             raise ConfigError(f"{ENV_MODE}=turns returns one sample per turn, which stock OpenRLHF cannot consume: "
                               "launch with `python -m kernel_gym.integrations.openrlhf_train ...` (see "
                               f"docs/openrlhf.md), or set {ENV_MODE}=sum")
-        agent = self.agent_cls(chat=ChatFormat(hf_tokenizer), evaluator=self.evaluator)
+        summaries = os.environ.get(ENV_SUMMARIES, "").strip() not in ("", "0", "false")
+        if summaries and self.mode != "turns":
+            raise ConfigError(f"{ENV_SUMMARIES}=1 needs {ENV_MODE}=turns: in sum mode the prompt is the conversation "
+                              "itself, which shows no summaries")
+        agent = self.agent_cls(chat=ChatFormat(hf_tokenizer), evaluator=self.evaluator, policy_summaries=summaries)
         episode = _Episode(agent, sampling_params, max_length, hf_tokenizer, llm_engine)
         try:
             reset = await agent.reset({"observation": prompt, "label": label})
@@ -320,7 +329,18 @@ class _Episode:
         end_text = self.tokenizer.decode(tokens[-1:], skip_special_tokens=False) if ended else None
         return tokens, logprobs, output.finish_reason == "length", output.text, end_text
 
+    async def summary(self, messages: list[dict[str, str]]) -> str:
+        """The policy's summary of a turn's reasoning (Kevin): one more request to llm_engine, not trained on."""
+        params = deepcopy(self.sampling_params)
+        params.max_tokens, params.temperature = SUMMARY_TOKENS, 0.0
+        if hasattr(params, "logprobs"):
+            params.logprobs = None
+        text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        return (await self.engine.generate(self.tokenize(text), params, multi_modal_data=None)).outputs[0].text
+
     async def step(self, observation_text: str, action_text: str, label, end_text: str | None) -> dict:
+        if self.agent.policy_summaries and self.agent.env is not None:
+            await episodes.prefill_summary(self.agent.env, action_text, self.summary)
         return await self.agent.step({"observation_text": observation_text, "action_text": action_text, "label": label,
                                       "sampling_params": self.sampling_params, "action_end": end_text})
 

@@ -97,12 +97,17 @@ class KernelRefineAgentLoop(AgentLoopBase):
     """A KernelRefine episode per sample: generate through verl's server, evaluate through kernel-gym's judge."""
 
     def __init__(self, *args: Any, mode: str = "trajectory", env: Any = None, evaluator: str | None = None,
-                 eval_workers: int | None = None, **kwargs: Any):
+                 eval_workers: int | None = None, policy_summaries: bool = False, summary_tokens: int = 256,
+                 **kwargs: Any):
         kwargs.pop("name", None)  # the YAML entry's own name, passed along by hydra
         super().__init__(*args, **kwargs)
         if mode not in MODES:
             raise ConfigError(f"the kernel_gym agent loop's mode must be one of {MODES}, got {mode!r}")
+        if policy_summaries and mode != "turns":
+            raise ConfigError("policy_summaries needs mode=turns: in mode=trajectory the prompt is the conversation "
+                              "itself, which shows no summaries")
         self.mode = mode
+        self.policy_summaries, self.summary_tokens = bool(policy_summaries), int(summary_tokens)
         self.env_defaults: dict[str, Any] = dict(_plain(env) or {})
         self.evaluator_spec, self.eval_workers = evaluator, eval_workers
         self.response_length = self.rollout_config.response_length
@@ -145,7 +150,16 @@ class KernelRefineAgentLoop(AgentLoopBase):
                 logger.warning("kernel-gym: device 'auto' found no GPU in this verl worker (agent-loop workers hold "
                                "none): candidates run on the CPU backend; set env.device: cuda in the agent YAML")
         evaluator = shared_evaluator(device, self.evaluator_spec, self.eval_workers)
+        if self.policy_summaries:  # Kevin: the policy summarizes its turns, through verl's server (see _summary)
+            env_kwargs["summarizer"] = episodes.policy_summarizer(int(env_kwargs.get("summary_chars", 400)))
         return KernelRefineEnv(evaluator=evaluator, **env_kwargs), None if seed is None else int(seed)
+
+    async def _summary(self, messages: list[dict[str, str]]) -> str:
+        """The policy's summary of a turn's reasoning: one more request to verl's server (not trained on)."""
+        prompt = await self.ct_build_initial_tokens(messages)
+        out = await self.server_manager.generate(request_id=uuid4().hex, prompt_ids=prompt,
+                                                 sampling_params={"max_tokens": self.summary_tokens, "temperature": 0.0})
+        return self.tokenizer.decode(out.token_ids, skip_special_tokens=True)
 
     async def _generate(self, prompt_ids: list[int], sampling_params: dict[str, Any], timing: dict[str, float]):
         t0 = time.perf_counter()
@@ -157,6 +171,8 @@ class KernelRefineAgentLoop(AgentLoopBase):
     async def _step(self, env, token_ids: list[int], timing: dict[str, float]):
         text = self.tokenizer.decode(token_ids, skip_special_tokens=True)
         t0 = time.perf_counter()
+        if self.policy_summaries:
+            await episodes.prefill_summary(env, text, self._summary)
         result = await offload(env.step, text)
         timing["tool_calls"] = timing.get("tool_calls", 0.0) + time.perf_counter() - t0  # verl's name for env time
         return text, result

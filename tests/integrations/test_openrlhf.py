@@ -42,7 +42,14 @@ class ScriptedEngine:
     def __init__(self, tokenizer, responses):
         self.tokenizer, self.responses, self.prompts = tokenizer, list(responses), []
 
+    summary = "SUMMARY: a one-pass kernel, masked loads"  # the answer to a summary request (policy summaries)
+    summaries = 0
+
     async def generate(self, prompt_token_ids, sampling_params, multi_modal_data=None):
+        if "Summarize it in at most" in self.tokenizer.decode(prompt_token_ids):
+            self.summaries += 1
+            out = types.SimpleNamespace(token_ids=[0], text=self.summary, finish_reason="stop", logprobs=None)
+            return types.SimpleNamespace(outputs=[out])
         self.prompts.append(list(prompt_token_ids))
         text = self.responses.pop(0)
         ids = self.tokenizer(text, add_special_tokens=False)["input_ids"] + [self.tokenizer.eos_token_id]
@@ -297,6 +304,24 @@ def test_sum_executor_is_one_concatenated_sample(evaluator, respond, solution, t
     assert between.startswith("\n<|im_start|>user\nResult of turn 1: FORMAT ERROR")
     assert between.endswith("<|im_end|>\n<|im_start|>assistant\n")
     assert engine.prompts[1] == tokens[:s2]
+
+
+def test_turns_mode_with_policy_summaries(monkeypatch, evaluator, respond, solution, tokenizer):
+    """Kevin's self-summaries: KERNEL_GYM_POLICY_SUMMARIES=1 asks llm_engine for each turn's summary, and the next
+    turn's prompt (the env's observation) carries it; sum mode refuses the setting."""
+    monkeypatch.setenv(adapter.ENV_FLATTEN, "1")
+    monkeypatch.setenv(adapter.ENV_SUMMARIES, "1")
+    label = json.dumps({"task": "level1/relu", "device": "cpu", "max_turns": 2})
+    prompt = chat_prompt(tokenizer, reset_prompt(evaluator, task="level1/relu", device="cpu", max_turns=2))
+    engine = ScriptedEngine(tokenizer, [respond(solution("level1/relu"), reasoning="A fused relu with masked loads."),
+                                        respond(solution("level1/relu"))])
+    samples = asyncio.run(adapter.KernelRefineExecutor("turns", evaluator=evaluator).execute(
+        prompt, label, sampling_params(), 4096, tokenizer, engine))
+    assert len(samples) == 2 and engine.summaries >= 1
+    assert ScriptedEngine.summary in tokenizer.decode(engine.prompts[1])
+    with pytest.raises(adapter.ConfigError, match="turns"):
+        asyncio.run(adapter.KernelRefineExecutor("sum", evaluator=evaluator).execute(
+            prompt, label, sampling_params(), 4096, tokenizer, ScriptedEngine(tokenizer, [])))
 
 
 def test_turns_mode_refuses_to_run_without_the_launcher(monkeypatch, tokenizer):

@@ -79,7 +79,13 @@ class ScriptedServer:
     def __init__(self, tokenizer, responses):
         self.tokenizer, self.responses, self.prompts, self.params = tokenizer, list(responses), [], []
 
+    summary = "SUMMARY: a one-pass kernel, masked loads"  # the answer to a summary request (policy_summaries)
+
     async def generate(self, request_id, *, prompt_ids, sampling_params, **kwargs):
+        if "Summarize it in at most" in self.tokenizer.decode(prompt_ids):
+            self.summaries = getattr(self, "summaries", 0) + 1
+            ids = self.tokenizer(self.summary, add_special_tokens=False)["input_ids"] + [self.tokenizer.eos_token_id]
+            return TokenOutput(token_ids=ids, log_probs=None, stop_reason="completed", extra_fields={})
         self.prompts.append(list(prompt_ids))
         self.params.append(dict(sampling_params))
         ids = self.tokenizer(self.responses.pop(0), add_special_tokens=False)["input_ids"]
@@ -283,3 +289,43 @@ def test_turns_mode_through_verls_v1_worker(repo_root, model_dir, tmp_path, monk
     # ... while "grpo" would give every turn the last one's advantage (why turns mode refuses it)
     adv = compute_advantage_for_multi_trajectories(data(), keys, adv_estimator="grpo", config=config.algorithm)
     assert len(set(adv.batch["advantages"][:, 0].tolist())) == 1
+
+
+def test_turns_mode_with_policy_summaries(repo_root, model_dir, tmp_path, monkeypatch, use_evaluator, respond,
+                                          solution, relu_code):
+    """Kevin's self-summaries: with `policy_summaries: true` each turn's reasoning is summarized by one more request
+    to verl's server, and the next turn's prompt (the env's observation) carries that summary."""
+    import transfer_queue
+    import yaml
+    from verl.trainer.ppo.v1.agent_loop_tq import AgentLoopWorkerTQ
+
+    stored = {}
+
+    async def batch_put(keys, fields, tags, partition_id):
+        stored.update(zip(keys, [fields[i] for i in range(len(keys))]))
+
+    async def kv_put(**kwargs):
+        pass
+
+    monkeypatch.setattr(transfer_queue, "init", lambda *a, **k: None)
+    monkeypatch.setattr(transfer_queue, "async_kv_batch_put", batch_put)
+    monkeypatch.setattr(transfer_queue, "async_kv_put", kv_put)
+    entries = yaml.safe_load((repo_root / "examples" / "verl" / "kernel_gym_turns.yaml").read_text())
+    entries[0]["policy_summaries"] = True
+    agent_yaml = tmp_path / "agent.yaml"
+    agent_yaml.write_text(yaml.safe_dump(entries))
+    config = run_config(repo_root, model_dir, "turns",
+                        **{"actor_rollout_ref.rollout.agent.agent_loop_config_path": str(agent_yaml)})
+    batch = dataset_batch(config, model_dir, tmp_path, [{"task": "level1/relu", "device": "cpu", "max_turns": 2}])
+    answers = [respond(relu_code(body="tl.minimum(x, 0.0)"), reasoning="I will write a fused relu with masked loads."),
+               respond(solution("level1/relu"))]
+    worker = AgentLoopWorkerTQ.__ray_metadata__.modified_class(config, llm_client=None)
+    server = worker.llm_client = ScriptedServer(worker.tokenizer, answers)
+    prompt = {k: v[0] for k, v in batch.non_tensor_batch.items()}
+    prompt.update(uid="u1", global_steps=1, __rollout_n__=1)
+    asyncio.run(worker._run_prompt(prompt, {"temperature": 1.0}, {"step": 1, "sample_index": 0, "rollout_n": 0,
+                                                                  "validate": False}))
+    rows = [stored[f"u1_0_{i}"] for i in range(2)]
+    assert server.summaries >= 1 and not server.responses
+    assert ScriptedServer.summary in worker.tokenizer.decode(rows[1]["prompts"])  # turn 2 shows turn 1's summary
+
