@@ -69,7 +69,10 @@ def run_config(repo_root, model_dir, mode, **extra):
     """verl's config as the launch script sets it, pointed at the local model, with room for whole episodes."""
     overrides = script_overrides(repo_root, mode) + [
         f"actor_rollout_ref.model.path={model_dir}", "data.max_prompt_length=4096",
-        "data.max_response_length=16384", *[f"{k}={v}" for k, v in extra.items()]]
+        "data.max_response_length=16384",
+        # verl filters long prompts in a forked process pool (datasets' map), which dies when forked from a test
+        # process that has started Ray, runner processes and threads; the filter is verl's, not the adapter's
+        "data.filter_overlong_prompts=False", *[f"{k}={v}" for k, v in extra.items()]]
     return compose(overrides)
 
 
