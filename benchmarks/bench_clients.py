@@ -31,13 +31,14 @@ from kernel_gym.eval.evaluator import LocalEvaluator
 from kernel_gym.eval.job import EvalConfig, job_for
 from kernel_gym.tasks import load_task
 names, repeats, device = json.loads(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+extra = json.loads(sys.argv[4])
 ev = LocalEvaluator(device, workers=1, shared=True)
 jobs = []
 for r in range(repeats):
     for name in names:
         task = load_task(name.replace("_", "/", 1))
         code = open({sol!r} + "/" + name + ".py").read()
-        jobs.append((name, job_for(task, code, backend="triton", config=EvalConfig(device=device, seed=r))))
+        jobs.append((name, job_for(task, code, backend="triton", config=EvalConfig(device=device, seed=r, **extra))))
 for name, job in jobs:  # one at a time per client, as an env steps
     r = ev.evaluate(job)
     print(json.dumps({{"kernel": name, "outcome": r.outcome.value, "speedup": r.speedup,
@@ -48,10 +49,11 @@ ev.close()
 """
 
 
-def run_clients(n: int, names: list[str], repeats: int, device: str) -> dict:
+def run_clients(n: int, names: list[str], repeats: int, device: str, config: dict | None = None) -> dict:
     script = CLIENT.format(root=str(ROOT), sol=str(SOL))
     t0 = time.perf_counter()
-    procs = [subprocess.Popen([sys.executable, "-c", script, json.dumps(names), str(repeats), device],
+    procs = [subprocess.Popen([sys.executable, "-c", script, json.dumps(names), str(repeats), device,
+                               json.dumps(config or {})],
                               stdout=subprocess.PIPE, text=True) for _ in range(n)]
     rows = []
     for p in procs:
@@ -81,11 +83,14 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--kernels", nargs="*", default=None, help="solution stems (default: every level*.py)")
+    parser.add_argument("--timing-trials", type=int, default=None,
+                        help="EvalConfig.timing_trials: the fewest timed rounds (default: 30 on cuda)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     names = args.kernels or sorted(p.stem for p in SOL.glob("level*.py"))
     os.environ.setdefault("KERNEL_GYM_JUDGE_DIR", tempfile.mkdtemp(prefix="bench_judges_"))
-    results = [run_clients(n, names, args.repeats, args.device) for n in args.clients]
+    config = {} if args.timing_trials is None else {"timing_trials": args.timing_trials, "timing_max_trials": 300}
+    results = [run_clients(n, names, args.repeats, args.device, config) for n in args.clients]
     print("\n### One judge, many clients\n")
     print("| clients | evaluations | wall s | worst speedup CV | median speedup CV | queue wait median / max ms "
           "| GPU wait median / max ms | timing stage median ms | not exclusive |")

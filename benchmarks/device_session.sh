@@ -63,6 +63,9 @@ for arg in "$@"; do
         -p no:cacheprovider -q -rfE -s --durations=10 ;;
     clients)  # 1 vs 8 client processes on the machine's judge: speedup CV, waits, exclusivity
       timeout "$T" python3 benchmarks/bench_clients.py --clients 1 8 --repeats ${REPEATS:-3} --device cuda --out "$OUT" ;;
+    clients-10)  # the same with at least 10 timed rounds (adaptive up to 300): is the CV goal kept at less GPU time?
+      timeout "$T" python3 benchmarks/bench_clients.py --clients 8 --repeats ${REPEATS:-3} --device cuda --timing-trials 10 \
+        --out "$OUT/min10" ;;
     judge-noop)
       timeout "$T" python3 benchmarks/bench_judge.py noop --n 300 --out "$OUT" ;;
     probe-clock)  # where a cross-process GPU clock loses time: plain workloads, no kernel-gym code in the loop
