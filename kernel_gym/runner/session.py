@@ -222,8 +222,8 @@ class Session:
             gated = gated_streams(self.device)
         probe = None
         if timed and cuda_dev:
-            # nothing of this call starts before the judge's start event: the current stream waits for "go", the
-            # pooled ones for a local event behind that wait (one interprocess wait: host time stays small)
+            # nothing of this call starts before the judge's inputs are in place: the current stream waits for "go",
+            # the streams the solution made for a local event behind that wait (one interprocess wait a call)
             current = torch.cuda.current_stream(self.device)
             current.wait_event(self.events["go"])
             if len(gated) > 1:
