@@ -183,3 +183,44 @@ def cpu_job():
         return job_for(task, code, backend="triton", config=EvalConfig(device="cpu", **config))
 
     return make
+
+
+@pytest.fixture
+def openai_server():
+    """A local OpenAI-compatible endpoint (http.server). Yields a namespace: `url` (the base URL, ending in /v1),
+    `replies` (canned answers, used in order), `respond` (set it to `body -> content` to answer otherwise) and
+    `requests` (each POST's path, JSON body and Authorization header). Paths other than /chat/completions: 404."""
+    import json
+    import threading
+    import types
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    server = types.SimpleNamespace(url="", replies=[], requests=[], respond=None)
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 - http.server's name
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            server.requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
+            if self.path != "/v1/chat/completions":
+                self.send_error(404)
+                return
+            content = (server.respond(body) if server.respond else
+                       server.replies.pop(0) if server.replies else "no code here")
+            data = json.dumps({"id": "x", "object": "chat.completion", "model": body.get("model"),
+                               "choices": [{"index": 0, "finish_reason": "stop",
+                                            "message": {"role": "assistant", "content": content}}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    server.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    yield server
+    httpd.shutdown()
+    httpd.server_close()

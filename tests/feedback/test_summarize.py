@@ -3,10 +3,7 @@ extractive summary as the fallback (and the failure in info)."""
 
 from __future__ import annotations
 
-import json
 import socket
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -16,42 +13,12 @@ REASONING = ("I fuse the bias add into the GEMM epilogue because the op is memor
              "The block size of 128 keeps occupancy high.")
 
 
-class _FakeOpenAI(BaseHTTPRequestHandler):
-    """POST /v1/chat/completions -> a chat completion whose content names the request's model and last message."""
-
-    requests: list[dict] = []
-
-    def do_POST(self):  # noqa: N802 - http.server's name
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
-        if self.path != "/v1/chat/completions":
-            self.send_error(404)
-            return
-        reply = {"id": "x", "object": "chat.completion", "model": body["model"],
-                 "choices": [{"index": 0, "finish_reason": "stop",
-                              "message": {"role": "assistant",
-                                          "content": f"<think>hm</think> SUMMARY({len(type(self).requests)}): "
-                                                     "fused the bias into the epilogue."}}]}
-        data = json.dumps(reply).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture
-def fake_openai():
-    _FakeOpenAI.requests = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _FakeOpenAI)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1", _FakeOpenAI.requests
-    server.shutdown()
-    server.server_close()
+def fake_openai(openai_server):
+    """Each answer names its request's number, behind a thinking block the summarizer must drop."""
+    openai_server.respond = lambda body: (f"<think>hm</think> SUMMARY({len(openai_server.requests)}): "
+                                          "fused the bias into the epilogue.")
+    return openai_server.url, openai_server.requests
 
 
 def _closed_port() -> int:

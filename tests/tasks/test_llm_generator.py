@@ -1,8 +1,6 @@
 """The LLM-backed generator against a tiny local OpenAI-compatible server (http.server in a thread)."""
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -48,31 +46,9 @@ CONSTANT = GOOD.replace("return torch.nn.functional.normalize(x, dim=1)", "retur
 
 
 @pytest.fixture
-def server():
+def server(openai_server):
     """Answers each chat completion with the next canned reply; records the request bodies."""
-    replies, requests = [], []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802 - http.server's name
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            requests.append({"path": self.path, "body": body})
-            content = replies.pop(0) if replies else "no code here"
-            data = json.dumps({"choices": [{"message": {"role": "assistant", "content": content}}]}).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *args):
-            pass
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1", replies, requests
-    httpd.shutdown()
-    httpd.server_close()
+    return openai_server.url, openai_server.replies, openai_server.requests
 
 
 def test_chat_completion_and_code_extraction(server):
