@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The README's install: a virtual environment in .venv with kernel-gym (editable) and everything its tests use, so
-# that `.venv/bin/python -m pytest -q` runs every CPU test (only GPU tests skip). About 3 minutes on a fresh machine.
+# that `.venv/bin/python -m pytest -q` runs every CPU test (only GPU tests skip). About 5 minutes on a fresh machine.
 #
 #   bash scripts/install.sh            # creates or updates ./.venv (PYTHON=python3.12 picks another interpreter)
 #
