@@ -45,9 +45,6 @@ class WallClock:
         self.device = device
         self.fixed = 0.0  # ms subtracted from every reading (the calibration's median)
 
-    def fixed_ms(self, runner: Any = None) -> float:
-        return self.fixed
-
     def bind(self, runner: Any, deadline: float) -> None:
         """Nothing to share on cpu."""
 
@@ -82,9 +79,6 @@ class CudaClock:
         if runner.events is None:
             raise RuntimeError("a cuda runner without its interprocess events")
         self._events[id(runner)] = runner.events
-
-    def fixed_ms(self, runner: Any = None) -> float:
-        return self.fixed
 
     def flush(self) -> None:
         """Overwrite a buffer larger than L2 (shared by every context on the GPU) so no side runs from a warm cache."""
