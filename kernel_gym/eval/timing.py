@@ -84,6 +84,7 @@ def pooled_streams(device: torch.device) -> list[torch.cuda.Stream]:
 
 
 _MADE: dict[int, torch.cuda.Stream] = {}  # streams torch.cuda.Stream() handed out since track_streams()
+_TRACKING = False
 
 
 def track_streams() -> None:
@@ -91,9 +92,10 @@ def track_streams() -> None:
     code runs): the launch gate then holds, and the runner joins, the streams a solution made — usually none — not
     all of torch's pools (128 streams: ~0.3 ms of host time a call). Streams wrapped from elsewhere
     (`ExternalStream`) are not pooled and not tracked: the profiler check sees their kernels."""
-    cls = torch.cuda.Stream
-    if getattr(cls.__new__, "_kernel_gym_tracked", False):
+    global _TRACKING
+    if _TRACKING:
         return
+    cls = torch.cuda.Stream
     original = cls.__new__
 
     def __new__(klass, device=None, priority=0, **kwargs):  # noqa: ANN001, ANN202 - torch's signature
@@ -102,8 +104,8 @@ def track_streams() -> None:
             _MADE.setdefault(stream.cuda_stream, stream)
         return stream
 
-    __new__._kernel_gym_tracked = True  # type: ignore[attr-defined]
     cls.__new__ = __new__  # type: ignore[method-assign]
+    _TRACKING = True
 
 
 def gated_streams(device: torch.device) -> list[torch.cuda.Stream]:
@@ -113,7 +115,7 @@ def gated_streams(device: torch.device) -> list[torch.cuda.Stream]:
     current = torch.cuda.current_stream(device)
     if current.cuda_stream != 0:
         return []
-    if not getattr(torch.cuda.Stream.__new__, "_kernel_gym_tracked", False):
+    if not _TRACKING:
         return [current, *pooled_streams(device)]
     index = current.device_index
     return [current, *(s for s in _MADE.values() if s.device_index == index)]
