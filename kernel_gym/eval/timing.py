@@ -85,6 +85,13 @@ def pooled_streams(device: torch.device) -> list[torch.cuda.Stream]:
 
 _MADE: dict[int, torch.cuda.Stream] = {}  # streams torch.cuda.Stream() handed out since track_streams()
 _TRACKING = False
+_HOLD: list[torch.cuda.Event | None] = [None]  # during a gated call: what a stream made now must wait for
+
+
+def hold_new_streams(event: torch.cuda.Event | None) -> None:
+    """During a gated timed call, a stream the solution makes (`torch.cuda.Stream()` in forward) waits for `event`
+    (recorded behind the call's "go") as it is made, as the streams made earlier do; None: no longer."""
+    _HOLD[0] = event
 
 
 def track_streams() -> None:
@@ -102,6 +109,8 @@ def track_streams() -> None:
         stream = original(klass, device=device, priority=priority, **kwargs)
         if "stream_ptr" not in kwargs:
             _MADE.setdefault(stream.cuda_stream, stream)
+            if _HOLD[0] is not None:
+                stream.wait_event(_HOLD[0])
         return stream
 
     cls.__new__ = __new__  # type: ignore[method-assign]

@@ -24,6 +24,7 @@ from kernel_gym import cuda_raw
 from kernel_gym.eval import cuda, launches, loading
 from kernel_gym.eval.errors import classify, describe_failure, trim
 from kernel_gym.eval.integrity import Snapshot
+from kernel_gym.eval.timing import gated_streams, hold_new_streams
 from kernel_gym.sandbox.shared import Attached, dtype_name
 
 PROBE = bool(os.environ.get("KERNEL_GYM_RUNNER_PROBE"))  # benchmarks only: see Session.probe
@@ -217,8 +218,6 @@ class Session:
             gc.disable()
         gated: list[Any] = []
         if cuda_dev and (timed or profile):
-            from kernel_gym.eval.timing import gated_streams
-
             gated = gated_streams(self.device)
         probe = None
         if timed and cuda_dev:
@@ -226,10 +225,11 @@ class Session:
             # the streams the solution made for a local event behind that wait (one interprocess wait a call)
             current = torch.cuda.current_stream(self.device)
             current.wait_event(self.events["go"])
-            if len(gated) > 1:
+            if gated:  # (streams made during the call wait for it as they are made: timing.hold_new_streams)
                 self.fan_out.record(current)
                 for s in gated[1:]:
                     s.wait_event(self.fan_out)
+                hold_new_streams(self.fan_out)
             if PROBE:
                 probe = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
                 probe[0].record()
@@ -263,10 +263,12 @@ class Session:
         finally:
             if gc_was_enabled:
                 gc.enable()
+            if cuda_dev:
+                hold_new_streams(None)
         if probe is not None:
             self.mark.append(time.perf_counter())  # the call returned
         if cuda_dev:
-            self.join(timed and gate, gated)
+            self.join(timed and gate, gated_streams(self.device) if gated else gated)  # with streams made in it
         if probe is not None:
             probe[1].record()
             self.probes.append(probe)
@@ -282,7 +284,7 @@ class Session:
 
     def join(self, gated_call: bool, gated: list[Any]) -> None:
         """Before the outputs are copied, all of the call's work must be done: under the launch gate, device-side
-        (the current stream waits for every pooled stream; blocking streams by the legacy rule), so no host latency
+        (the current stream waits for every stream the solution made; blocking streams by the legacy rule), so no host latency
         enters the judge's interval; otherwise the whole device is synchronized from the host."""
         if not gated_call:
             torch.cuda.synchronize()

@@ -140,3 +140,17 @@ def test_gpu_genuine_accepted(cuda_pool, name):
     task, preset = GENUINE_GPU[name]
     result = run(cuda_pool, (GENUINE / name).read_text(), task, checks=preset)
     assert result.outcome is Outcome.CORRECT and not result.hacks, f"{name}: {result.hacks} {result.message[:400]}"
+
+
+def test_stream_made_in_every_call_is_correct(cuda_pool):
+    """Genuine, if careless: a new `torch.cuda.Stream()` in every forward, the kernel launched there without waiting
+    for the caller's stream and never joined. The inputs are written after the judge's start, so such a stream must
+    be held too: made during a call it waits for "go" as it is made, and the runner joins it before the copy (or the
+    profiler sees it and it is timed without the gate). Correct either way, and not faster than the plain kernel."""
+    code = attack("13_side_stream.py").replace("            if self.stream is None:\n                self.stream = "
+                                               "torch.cuda.Stream()\n", "            self.stream = torch.cuda.Stream()\n")
+    assert "self.stream = torch.cuda.Stream()\n            with" in code
+    genuine = run(cuda_pool, (SOLUTIONS / "level1_relu.py").read_text())
+    fresh = run(cuda_pool, code)
+    assert fresh.outcome is Outcome.CORRECT and not fresh.hacks, (fresh.outcome, fresh.hacks, fresh.message[:300])
+    assert fresh.timing.runtime_ms > 0.7 * genuine.timing.runtime_ms, (fresh.timing, genuine.timing)
