@@ -120,10 +120,17 @@ def calibrate(clock: WallClock | CudaClock, runner: Any, deadline: float, stage:
     do no work but everything else a timed call does (staged inputs, flush, hand-over, the outputs' copy); its
     median (less the first quarter: the gate learning its length) is subtracted from every later reading."""
     clock.fixed = 0.0
-    readings = [clock.time(runner, {"stage": "timing", "slot_out": slot_out}, deadline, op="noop", stage=stage)[0].ms
-                for _ in range(n)]
+    readings = noop_readings(clock, runner, n, deadline, stage, slot_out)
     clock.fixed = statistics.median(readings[n // 4:])
     return readings
+
+
+def noop_readings(clock: WallClock | CudaClock, runner: Any, n: int, deadline: float,
+                  stage: Callable[[], None] | None = None, slot_out: str | None = None) -> list[float]:
+    """The clock's readings (ms) of `n` calls of the runner's `noop` (no model; with `stage` and `slot_out`, the
+    inputs' and outputs' copies a real call has)."""
+    fields = {"stage": "timing", "slot_out": slot_out}
+    return [clock.time(runner, fields, deadline, op="noop", stage=stage)[0].ms for _ in range(n)]
 
 
 def fixed_cost(clock: WallClock | CudaClock, runner: Any, n: int = 200) -> dict[str, float]:
@@ -133,7 +140,7 @@ def fixed_cost(clock: WallClock | CudaClock, runner: Any, n: int = 200) -> dict[
 
     saved, clock.fixed = clock.fixed, 0.0
     try:
-        readings = [clock.time(runner, {"stage": "timing"}, _time.monotonic() + 30, op="noop")[0].ms for _ in range(n)]
+        readings = noop_readings(clock, runner, n, _time.monotonic() + 30)
     finally:
         clock.fixed = saved
     q = statistics.quantiles(readings, n=10)
