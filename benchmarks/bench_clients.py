@@ -44,6 +44,8 @@ for name, job in jobs:  # one at a time per client, as an env steps
     print(json.dumps({{"kernel": name, "outcome": r.outcome.value, "speedup": r.speedup,
                       "queue_wait_ms": r.stage_ms.get("judge_queue_wait"), "gpu_wait_ms": r.stage_ms.get("gpu_lock_wait"),
                       "not_exclusive": r.signals.get("timing_not_exclusive", 0.0), "timing_ms": r.stage_ms.get("timing"),
+                      "after_ms": r.stage_ms.get("after_timing_check"), "rounds": r.timing.trials if r.timing else None,
+                      "gate_ms": r.timing.gate_ms if r.timing else None, "fixed_ms": r.signals.get("clock_fixed_ms"),
                       "cv": r.timing.runtime_cv if r.timing else None}}), flush=True)
 ev.close()
 """
@@ -74,6 +76,9 @@ def run_clients(n: int, names: list[str], repeats: int, device: str, config: dic
             "queue_wait_ms": {"median": statistics.median(waits), "max": max(waits)},
             "gpu_wait_ms": {"median": statistics.median(gpu), "max": max(gpu)},
             "timing_stage_ms_median": statistics.median([r["timing_ms"] or 0.0 for r in rows]),
+            "after_timing_check_ms_median": statistics.median([r.get("after_ms") or 0.0 for r in rows]),
+            "rounds_median": statistics.median([r.get("rounds") or 0 for r in rows]),
+            "gate_ms_median": statistics.median([r.get("gate_ms") or 0.0 for r in rows]),
             "not_exclusive": sum(1 for r in rows if r["not_exclusive"]), "rows": rows}
 
 
@@ -84,13 +89,18 @@ def main() -> None:
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--kernels", nargs="*", default=None, help="solution stems (default: every level*.py)")
     parser.add_argument("--timing-trials", type=int, default=None,
-                        help="EvalConfig.timing_trials: the fewest timed rounds (default: 30 on cuda)")
+                        help="EvalConfig.timing_trials: the fewest timed rounds (default: 10 on cuda)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     names = args.kernels or sorted(p.stem for p in SOL.glob("level*.py"))
     os.environ.setdefault("KERNEL_GYM_JUDGE_DIR", tempfile.mkdtemp(prefix="bench_judges_"))
     config = {} if args.timing_trials is None else {"timing_trials": args.timing_trials, "timing_max_trials": 300}
-    results = [run_clients(n, names, args.repeats, args.device, config) for n in args.clients]
+    results = []
+    for n in args.clients:  # written after each N: a run cut short keeps what it measured
+        results.append(run_clients(n, names, args.repeats, args.device, config))
+        if args.out:
+            args.out.mkdir(parents=True, exist_ok=True)
+            (args.out / "clients.json").write_text(json.dumps(results, indent=1))
     print("\n### One judge, many clients\n")
     print("| clients | evaluations | wall s | worst speedup CV | median speedup CV | queue wait median / max ms "
           "| GPU wait median / max ms | timing stage median ms | not exclusive |")
@@ -102,11 +112,11 @@ def main() -> None:
               f"| {r['gpu_wait_ms']['median']:.0f} / {r['gpu_wait_ms']['max']:.0f} | {r['timing_stage_ms_median']:.0f} "
               f"| {r['not_exclusive']} |")
     for r in results:
+        print(f"\n{r['clients']} client(s): median rounds {r['rounds_median']}, gate {r['gate_ms_median']:.2f} ms, "
+              f"after-timing check {r['after_timing_check_ms_median']:.0f} ms (inside the timing stage)")
+    for r in results:
         print(f"\nper-kernel speedup CV, {r['clients']} client(s):",
               ", ".join(f"{k} {100 * v:.2f} %" for k, v in sorted(r["speedup_cv"].items())))
-    if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "clients.json").write_text(json.dumps(results, indent=1))
 
 
 if __name__ == "__main__":

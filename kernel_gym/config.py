@@ -56,7 +56,7 @@ class EnvConfig:
     correctness_trials: int = 3
     """Fresh-input correctness trials per step."""
     timing_trials: int | None = None
-    """Timed rounds per side (None: 30 on cuda, then adaptive up to `timing_max_trials`; 3 on cpu)."""
+    """Timed rounds per side (None: 10 on cuda, then adaptive up to `timing_max_trials`; 3 on cpu)."""
     timing_max_trials: int | None = None
     """Most timed rounds per side (None: 300 on cuda when `timing_trials` is None, else `timing_trials`). Rounds
     past the minimum go on until both medians' relative standard error is under 0.4 % (or 3 s are spent)."""

@@ -14,6 +14,9 @@ DEFAULT_TOLERANCES: dict[str, tuple[float, float]] = {
     "float16": (1e-2, 1e-2),
     "bfloat16": (1e-2, 1e-2),
 }
+# The fewest timed rounds per side on cuda before the adaptive stop may end timing: with the launch gate, 10 rounds'
+# medians already meet `timing_rel_se` for steady kernels (benchmarks/RESULTS.md), and noisier ones go on.
+MIN_ROUNDS_CUDA = 10
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -25,7 +28,8 @@ class EvalConfig:
     correctness_trials: int = 3
     """Fresh-input trials, each from its own seed, compared to the reference."""
     timing_trials: int | None = None
-    """Timed rounds per side; None picks 30 on cuda and 3 on cpu. With `timing_max_trials` above it, a minimum."""
+    """Timed rounds per side; None picks 10 on cuda (then adaptive) and 3 on cpu. With `timing_max_trials` above it, a
+    minimum."""
     timing_max_trials: int | None = None
     """Most timed rounds per side. None: 300 on cuda when `timing_trials` is None (adaptive), else `timing_trials`
     (a fixed count). Between the two, rounds go on until both medians are known to `timing_rel_se`."""
@@ -65,7 +69,7 @@ class EvalConfig:
     def n_timing(self) -> int:
         if self.timing_trials is not None:
             return self.timing_trials
-        return 30 if self.device == "cuda" else 3
+        return MIN_ROUNDS_CUDA if self.device == "cuda" else 3
 
     @property
     def max_timing(self) -> int:

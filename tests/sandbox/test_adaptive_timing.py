@@ -26,7 +26,7 @@ def test_median_rel_se_is_robust_and_shrinks_with_n():
 def test_round_counts_fixed_by_default_on_cpu_adaptive_on_cuda():
     assert EvalConfig(device="cpu").max_timing == EvalConfig(device="cpu").n_timing == 3
     cuda = EvalConfig(device="cuda")
-    assert (cuda.n_timing, cuda.max_timing) == (30, 300)
+    assert (cuda.n_timing, cuda.max_timing) == (10, 300)
     assert EvalConfig(device="cuda", timing_trials=10).max_timing == 10  # an explicit count stays fixed
     assert EvalConfig(device="cuda", timing_trials=10, timing_max_trials=50).max_timing == 50
     assert EvalConfig(device="cuda", timing_trials=10, timing_max_trials=5).max_timing == 10  # never below the min
