@@ -263,8 +263,9 @@ class RawModule:
     """A compiled source: its `__global__` functions as attributes (`module.relu(..., grid=, block=)`)."""
 
     def __init__(self, source: str, cubin: bytes, lowered: dict[str, str], signatures: dict[str, tuple[Param, ...]],
-                 arch: str, log: str, cubin_path: Path | None):
+                 arch: str, log: str, cubin_path: Path | None, options: Sequence[str] = ()):
         self.source, self.cubin, self.arch, self.log, self.cubin_path = source, cubin, arch, log, cubin_path
+        self.options = list(options)  # the caller's extra NVRTC flags
         self.signatures = signatures
         self._lowered = lowered
         self._handle = None
@@ -423,7 +424,7 @@ def compile(source: str, *, options: Sequence[str] = (), name: str = "solution")
                 built = cubin, lowered, log, cubin_path
             _MEMO[key] = built
         cubin, lowered, log, cubin_path = built
-        module = RawModule(source, cubin, lowered, signatures, arch, log, cubin_path)  # fresh per call: no shared state
+        module = RawModule(source, cubin, lowered, signatures, arch, log, cubin_path, options)  # fresh per call
         COMPILED.append(module)
     if not _device_available():
         raise NoCudaDevice(module)

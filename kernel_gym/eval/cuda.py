@@ -124,7 +124,8 @@ def _extension_cache(build_root: Path) -> Path:
 
 
 def _cache_dir() -> Path:
-    root = Path(os.environ.get("KERNEL_GYM_CACHE", Path.home() / ".cache" / "kernel_gym")) / "nvcc_check"
+    """The nvcc check's results: written by the judge only (judge/compile_check.py), never by a runner."""
+    root = Path(os.environ.get("KERNEL_GYM_CACHE", Path.home() / ".cache" / "kernel_gym")) / "nvcc_checks"
     root.mkdir(parents=True, exist_ok=True)
     return root
 

@@ -287,8 +287,6 @@ class JudgeRun:
         if error.get("poisoned"):
             self.recycle = True
         extra = error.get("extra") or {}
-        if extra.get("compiled"):
-            self.compiled = True
         self.signals.update({k: float(v) for k, v in (extra.get("signals") or {}).items()
                              if isinstance(v, (int, float))})
         try:
@@ -297,7 +295,15 @@ class JudgeRun:
             outcome = Outcome.RUNTIME_ERROR
         if outcome is Outcome.CORRECT:  # a runner does not say what is correct
             outcome = Outcome.RUNTIME_ERROR
-        raise Stop(outcome, str(error.get("message", ""))[:20_000])  # (runner text: where it failed, its frames)
+        message = str(error.get("message", ""))[:20_000]  # (runner text: where it failed, its frames)
+        if outcome is Outcome.UNSUPPORTED and "compile_check" in extra:  # CUDA on cpu: compiled is the judge's call
+            from kernel_gym.judge import compile_check
+
+            ok, why = compile_check.verify(extra["compile_check"], self.job.code, self.signals)
+            if not ok:
+                raise Stop(Outcome.COMPILE_ERROR, why)
+            self.compiled = True
+        raise Stop(outcome, message)
 
     def check_evidence(self, evidence: dict[str, Any]) -> None:
         """The per-call checks on what the candidate's runner saw (evidence: forgeable, so it can only reject)."""

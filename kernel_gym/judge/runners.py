@@ -17,12 +17,13 @@ from typing import Any
 
 from kernel_gym.errors import SandboxError
 from kernel_gym.eval.errors import trim
+from kernel_gym.judge import spawner
+from kernel_gym.judge.spawner import ROOT_PREFIX
 from kernel_gym.sandbox import limits
 from kernel_gym.sandbox.channel import Channel, ChannelClosed, ChannelTimeout, socketpair
 
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 STARTUP_TIMEOUT_S = 180.0
-ROOT_PREFIX = "kernel_gym_worker_"
 # Every key a runner's reply may carry (evidence); anything else is a forged message.
 REPLY_KEYS = frozenset({"id", "error", "internal_error", "launches", "stray_threads", "stray_name", "harness", "names",
                         "structure", "lazy", "copied", "ops", "profile", "threads_started", "leftover_threads",
@@ -60,9 +61,7 @@ class RunnerProcess:
         if memory_limit_gb:
             cmd += ["--memory-limit-gb", str(memory_limit_gb)]
         env = limits.worker_environment(self.root, device, gpu, _PACKAGE_PARENT)
-        self.proc = subprocess.Popen(cmd, env=env, cwd=self.root, pass_fds=(runner_end.fileno(),),
-                                     start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL)
+        self.proc = spawner.start(cmd, env, self.root, runner_end, device, role, memory_limit_gb)
         runner_end.close()
         self.channel = Channel(judge_end)
         self.ready_info: dict | None = None
@@ -154,6 +153,11 @@ class RunnerProcess:
             rc = self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             rc = None
+        server = getattr(self.proc, "server", None)
+        if server is not None and not server.alive:  # its runners die with it: not the solution's doing
+            self.kill()
+            raise SandboxError(f"the runners' fork server ended during the {stage} stage (the evaluation harness "
+                               "failed, not the solution)")
         tail = self.output_tail()
         self.kill()
         if rc is not None and rc < 0:

@@ -26,17 +26,25 @@ def _redirect_output(root: Path) -> None:
     faulthandler.enable(file=sys.stderr, all_threads=False)
 
 
-def _initialize(device: str, root: Path) -> Any:
-    """Import and warm everything a job needs, then freeze the harness snapshot (evidence of tampering)."""
-    import torch
+def preload() -> None:
+    """Import what every job needs (the slow part of a start; shared by runners forked from the fork server)."""
+    import torch  # noqa: F401
     import torch._dynamo  # noqa: F401 - on import it wraps torch.manual_seed; must precede the snapshot
     import torch.profiler  # noqa: F401
     import torch.utils.cpp_extension  # noqa: F401
     import triton  # noqa: F401 - imported before any candidate, under the runner's TRITON_INTERPRET
 
-    from kernel_gym.eval import cuda, launches, op_audit, profile  # noqa: F401 - bound before any candidate runs
-    from kernel_gym.eval.integrity import Snapshot, pin_precision
+    from kernel_gym.eval import cuda, integrity, launches, op_audit, profile  # noqa: F401 - bound before any candidate
     from kernel_gym.runner import session  # noqa: F401 - part of the snapshot
+
+
+def _initialize(device: str, root: Path) -> Any:
+    """Import and warm everything a job needs, then freeze the harness snapshot (evidence of tampering)."""
+    preload()
+    import torch
+
+    from kernel_gym.eval import cuda, launches
+    from kernel_gym.eval.integrity import Snapshot, pin_precision
 
     launches.install_triton_hooks()
     cuda.install(device, root / "extensions")

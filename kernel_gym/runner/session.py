@@ -106,22 +106,16 @@ class Session:
         cuda_raw.COMPILED.clear()
         try:
             module = loading.load_candidate(source, self.workdir or self.root)
-        except cuda.CudaSourcesCaptured as captured:
-            ok, log = cuda.nvcc_check(captured.kwargs.get("cuda_sources", ""), workdir=self.workdir or self.root,
-                                      timeout_s=300)
-            if not ok:
-                raise Refusal("compile_error", "nvcc failed on cuda_sources:\n" + trim(log)) from None
-            from kernel_gym.signals import collect
-
-            signals = collect.cuda_compile_signals(captured.kwargs.get("cuda_sources", ""), source,
-                                                   self.workdir or self.root)
-            raise Refusal("unsupported", CPU_ONLY.format(how="nvcc check"), compiled=True, signals=signals) from None
+        except cuda.CudaSourcesCaptured as captured:  # the judge compiles the source itself (judge/compile_check.py)
+            raise Refusal("unsupported", CPU_ONLY.format(how="nvcc check"),
+                          compile_check={"kind": "nvcc", "source": captured.kwargs.get("cuda_sources", "")}) from None
         except cuda_raw.NoCudaDevice as no_device:
             from kernel_gym.signals import collect
 
             signals = collect.cuda_raw_compile_signals(no_device.module, source)
-            raise Refusal("unsupported", CPU_ONLY.format(how=f"NVRTC, {no_device.module.arch}"), compiled=True,
-                          signals=signals) from None
+            raise Refusal("unsupported", CPU_ONLY.format(how=f"NVRTC, {no_device.module.arch}"), signals=signals,
+                          compile_check={"kind": "nvrtc", "source": no_device.module.source,
+                                         "options": list(no_device.module.options)}) from None
         except cuda_raw.CompileError as error:
             raise Refusal("compile_error", "NVRTC failed on the CUDA source:\n" + trim(error.log)) from None
         if not hasattr(module, "ModelNew"):

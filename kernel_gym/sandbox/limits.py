@@ -76,12 +76,18 @@ def _libc() -> ctypes.CDLL | None:
         return None
 
 
+def die_with_parent() -> bool:
+    """This process is killed when its parent ends (Linux); False where that cannot be set."""
+    libc = _libc()
+    return bool(libc is not None and hasattr(libc, "prctl") and libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0)
+
+
 def apply(device: str, memory_limit_gb: float | None, max_open_files: int = 4096, max_processes: int = 512) -> list[str]:
     """Apply every limit this OS allows to the current process; returns the names of those in force."""
     applied = []
     libc = _libc()
     if libc is not None and hasattr(libc, "prctl"):
-        if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0:
+        if die_with_parent():
             applied.append("pdeathsig")
         if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0:
             applied.append("subreaper")
@@ -131,7 +137,7 @@ def kill_descendants(root_pid: int) -> int:
 
 # What a runner may write besides its own folder: the build caches of its side ($KERNEL_GYM_CACHE/...). The candidate's
 # runner never gets the reference's (a planted C reference would judge), the reference's never the candidate's.
-CACHE_DIRS = {"candidate": ("extensions", "nvcc_check", "pch", "fast_build", "cuda_raw"), "reference": ("c_reference",)}
+CACHE_DIRS = {"candidate": ("extensions", "pch", "fast_build", "cuda_raw"), "reference": ("c_reference",)}
 
 
 def confine(root: Path, device: str, role: str) -> list[str]:
