@@ -124,9 +124,11 @@ class ForkServer:
         with self.cond:
             while not self.ready and not self.closed:
                 if not self.cond.wait(max(deadline - time.monotonic(), 0.0)) and time.monotonic() >= deadline:
-                    raise OSError("the fork server did not start")
-            if self.closed:
-                raise OSError("the fork server is gone")
+                    break
+            started, closed = self.ready, self.closed
+        if not started:
+            self.close()  # a fork server that never got ready is not waited for again: the next start makes another
+            raise OSError("the fork server is gone" if closed else "the fork server did not start")
         message = {"op": "spawn", "id": rid, "root": str(root), "role": role, "memory_limit_gb": memory_limit_gb,
                    "env": env, "nfds": 1}
         with self.send_lock:
@@ -137,8 +139,12 @@ class ForkServer:
                 if time.monotonic() >= deadline:
                     break
             reply = self.replies.pop(rid, None)
-            if reply is None or "pid" not in reply:
-                raise OSError((reply or {}).get("error") or "the fork server did not answer")
+        if reply is None:
+            self.close()  # (as above: a fork server that stopped answering is replaced)
+            raise OSError("the fork server did not answer")
+        if "pid" not in reply:
+            raise OSError(reply.get("error") or "the fork server refused")
+        with self.cond:
             pid = int(reply["pid"])
             self.children.add(pid)
         return ForkedProcess(self, pid)

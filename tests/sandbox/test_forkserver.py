@@ -210,3 +210,26 @@ def test_a_process_forked_after_a_start_starts_its_own_runners(monkeypatch, fork
     finally:
         child.join(30)
         spawner.stop_all()
+
+
+@pytest.mark.timeout(300)
+def test_a_fork_server_that_never_gets_ready_is_not_waited_for_again(forked, monkeypatch):
+    import sys
+
+    real = spawner.popen
+
+    def hanging_server(cmd, env, cwd, end):
+        if "kernel_gym.runner.forkserver" in cmd:
+            cmd = [sys.executable, "-c", "import time; time.sleep(120)"]
+        return real(cmd, env, cwd, end)
+
+    monkeypatch.setattr(spawner, "popen", hanging_server)
+    monkeypatch.setattr(spawner, "START_TIMEOUT_S", 2.0)
+    first = RunnerProcess("cpu")
+    hung = next(iter(spawner._SERVERS.values()), None)
+    try:
+        assert not isinstance(first.proc, spawner.ForkedProcess)  # a fresh interpreter after the 2 s wait
+        assert hung is None or not hung.alive  # closed, not left for the next start to wait on
+        assert probe(first)[0] == str(first.root)
+    finally:
+        first.stop()
