@@ -243,7 +243,17 @@ def _arch() -> str:
     if _device_available():
         major, minor = torch.cuda.get_device_capability()
         return f"sm_{major}{minor}"
+    return cpu_arch()
+
+
+def cpu_arch() -> str:
+    """The architecture NVRTC compiles for where no GPU is used (the CPU backend, and the judge's compile check)."""
     return os.environ.get("KERNEL_GYM_CUDA_ARCH", "sm_90")
+
+
+def nvrtc_options(arch: str, extra: Sequence[str] = ()) -> list[str]:
+    """Every NVRTC compile's flags: the target, C++17, our prelude and the CUDA headers, then the caller's."""
+    return [f"--gpu-architecture={arch}", "-std=c++17", PRELUDE_OPTION, *[f"-I{d}" for d in _include_dirs()], *extra]
 
 
 def _ensure_context() -> None:
@@ -403,8 +413,7 @@ def compile(source: str, *, options: Sequence[str] = (), name: str = "solution")
     if not signatures:
         raise CompileError("no `__global__ void name(...)` kernel found in the source (templates are not supported)")
     arch = _arch()
-    opts = [f"--gpu-architecture={arch}", "-std=c++17", PRELUDE_OPTION, *[f"-I{d}" for d in _include_dirs()],
-            *options]
+    opts = nvrtc_options(arch, options)
     key = hashlib.sha256(json.dumps([source, opts, _nvrtc_version()]).encode()).hexdigest()[:32]
     with _LOCK:
         built = _MEMO.get(key)

@@ -75,9 +75,7 @@ def main() -> None:
 
     request = json.loads(sys.stdin.read())
     source = request["source"]
-    arch = os.environ.get("KERNEL_GYM_CUDA_ARCH", "sm_90")
-    options = [f"--gpu-architecture={arch}", "-std=c++17", cuda_raw.PRELUDE_OPTION,
-               *[f"-I{d}" for d in cuda_raw._include_dirs()], *request["options"]]
+    options = cuda_raw.nvrtc_options(cuda_raw.cpu_arch(), request["options"])
     try:
         cuda_raw._nvrtc_compile(source, list(cuda_raw.kernel_signatures(source)), options)
         answer = {"ok": True, "log": ""}

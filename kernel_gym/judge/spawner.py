@@ -56,7 +56,7 @@ class ForkedProcess:
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     raise subprocess.TimeoutExpired(f"runner {self.pid}", timeout or 0.0)
-                self.server.cond.wait(remaining if remaining is None else min(remaining, 0.5))
+                self.server.cond.wait(None if remaining is None else min(remaining, 0.5))
         return self.returncode  # type: ignore[return-value]
 
 

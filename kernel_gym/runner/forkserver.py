@@ -70,8 +70,7 @@ def _reap() -> list[tuple[int, int]]:
             return ended
         if pid == 0:
             return ended
-        rc = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.waitstatus_to_exitcode(status)
-        ended.append((pid, rc))
+        ended.append((pid, os.waitstatus_to_exitcode(status)))  # -N for signal N, as Popen.returncode
 
 
 def serve(fd: int, device: str) -> None:
