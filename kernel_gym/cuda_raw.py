@@ -27,7 +27,8 @@ parameter takes a Python number, packed as the declared C type. `grid` and `bloc
 goes to `torch.cuda.current_stream()` unless `stream=` is given.
 
 Compiled cubins are cached by content (source, options, architecture, NVRTC version) under
-`$KERNEL_GYM_CACHE/cuda_raw`, so a resubmitted kernel costs a file read. Without a GPU, `compile` still runs NVRTC
+`$KERNEL_GYM_CACHE/cuda_raw`, so a resubmitted kernel costs a file read (inside an evaluation runner: the job's own
+folder; NVRTC takes ~0.05 s for a small kernel). Without a GPU, `compile` still runs NVRTC
 (a real compile check for sm_90) and then raises `NoCudaDevice`.
 
 Inside an evaluation worker every launch is counted as the solution's own (and skipped during the ablation trial
@@ -185,8 +186,13 @@ def _nvrtc_version() -> str:
     return ".".join(map(str, _check(nvrtc.nvrtcVersion(), "nvrtcVersion")))
 
 
+# Where compiled cubins are kept: $KERNEL_GYM_CACHE/cuda_raw, shared by a machine's processes, unless set. A runner
+# sets its job's own folder (no runner may write a cache another job reads: docs/anti-hacking.md).
+CACHE_ROOT: Path | None = None
+
+
 def _cache_root() -> Path:
-    root = Path(os.environ.get("KERNEL_GYM_CACHE", Path.home() / ".cache" / "kernel_gym")) / "cuda_raw"
+    root = CACHE_ROOT or Path(os.environ.get("KERNEL_GYM_CACHE", Path.home() / ".cache" / "kernel_gym")) / "cuda_raw"
     root.mkdir(parents=True, exist_ok=True)
     return root
 

@@ -1,11 +1,12 @@
 """CUDA solutions: `load_inline` inside a worker, isolated per job; on the CPU backend, an nvcc compile check.
 
-The candidate calls `torch.utils.cpp_extension.load_inline` itself when imported. Inside a worker that
-function is replaced by `isolated_load_inline`: on cuda it builds under a content-hashed name (sources, flags,
-torch/CUDA version and arch) in a build cache, so different sources never share a directory and an identical
-resubmission loads in ~0 s, with the light header and precompiled header of `fast_build` (falling back to the
-stock build if that fails); on cpu it captures the sources and stops the
-import with `CudaSourcesCaptured`, after which `nvcc_check` compiles the CUDA sources to a cubin.
+The candidate calls `torch.utils.cpp_extension.load_inline` itself when imported. Inside a runner that function is
+replaced by `isolated_load_inline`: it sends the call's arguments to the judge, whose build service
+(`judge/builds.py`) checks them, builds them in a confined build process (with `fast_build`'s light and precompiled
+headers) under a content-hashed name, so an identical resubmission loads in ~0 s, and names the folder the runner
+imports the module from (a folder the runner may read, never write). On cpu a call with CUDA sources is captured
+instead and stops the import with `CudaSourcesCaptured`, after which the judge's `nvcc_check` compiles the CUDA
+sources to a cubin; a C++-only extension is built and runs on cpu too.
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ import shutil
 import subprocess
 import sysconfig
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kernel_gym.eval import fast_build
 from kernel_gym.eval.launches import counted_extension
 
 log = logging.getLogger(__name__)
@@ -54,8 +55,27 @@ def global_kernel_names(source: str) -> set[str]:
     return set(_GLOBAL.findall(_LAUNCH_BOUNDS.sub(" ", source or "")))
 
 
-def install(device: str, build_root: Path) -> None:
-    """Replace torch.utils.cpp_extension.load_inline for this worker process."""
+class BuildError(RuntimeError):
+    """A load_inline build the judge's build service refused or that failed (a compile error of the solution)."""
+
+
+# How a runner asks its judge for a build (set by the runner: `runner/serve.py`); None outside a runner.
+BUILD_SERVICE: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+
+
+def _plain(value: Any) -> Any:
+    """load_inline's arguments as JSON data (tuples as lists); anything else as its repr, which the judge refuses."""
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    return value if value is None or isinstance(value, (bool, int, float, str)) else repr(value)
+
+
+def install(device: str) -> None:
+    """Replace torch.utils.cpp_extension.load_inline for this runner: on cpu a call with CUDA sources is captured
+    (the judge compile-checks them); otherwise the judge's build service builds (judge/builds.py) and the module
+    is imported from the folder it names, which this process can only read."""
     import torch.utils.cpp_extension as ext
 
     global _REAL_LOAD_INLINE
@@ -69,58 +89,21 @@ def install(device: str, build_root: Path) -> None:
         params = dict(bound.arguments)
         params.update(params.pop("kwargs", {}) or {})
         name = params.pop("name")
-        if device != "cuda":
+        if device != "cuda" and (params.get("cuda_sources") or params.get("with_cuda")):
             raise CudaSourcesCaptured({"name": name, **{k: _as_text(v) if k.endswith("sources") else v
                                                         for k, v in params.items()}})
-        digest = hashlib.sha256(repr((sorted((k, repr(v)) for k, v in params.items() if k != "verbose"),
-                                      _toolchain_key())).encode())
         KERNEL_NAMES.update(global_kernel_names(_as_text(params.get("cuda_sources"))))
-        params.update(verbose=False)
-        if fast_build.enabled():
-            fast, changes = fast_build.fast_params(params)
-            try:
-                return counted_extension(_build(f"{name}_{digest.hexdigest()[:15]}f", fast, build_root))
-            except Exception as e:  # noqa: BLE001 - the stock build decides; the fast one is only an optimisation
-                if not {"cuda_header", "cpp_header"} & changes.keys():
-                    raise  # same sources as the stock build: its error is the candidate's
-                log.info("fast build failed (%s); retrying with a heavier header", type(e).__name__)
-                missing = fast_build.missing_declaration(str(e))
-            if changes.get("cuda_header") == "lite" and missing:  # e.g. tensor operators (a + b): torch/types.h
-                fast, _ = fast_build.fast_params(params, cuda_header="types")
-                try:
-                    return counted_extension(_build(f"{name}_{digest.hexdigest()[:15]}t", fast, build_root))
-                except Exception as e:  # noqa: BLE001
-                    log.info("types-header build failed (%s); building the stock way", type(e).__name__)
-        return counted_extension(_build(f"{name}_{digest.hexdigest()[:16]}", params, build_root))
+        if BUILD_SERVICE is None:
+            raise BuildError("load_inline builds are the judge's: this process has no build service")
+        sent = {k: _plain(v) for k, v in params.items() if v is not None and k not in ("verbose", "build_directory")}
+        answer = BUILD_SERVICE({"name": name if isinstance(name, str) else repr(name), "params": sent})
+        if not answer.get("ok"):
+            raise BuildError(f"Error building extension '{name}':\n{answer.get('log', '')}")
+        module = ext._import_module_from_library(answer["module"], answer["directory"],  # noqa: SLF001
+                                                 params.get("is_python_module", True) is not False)
+        return counted_extension(module)
 
     ext.load_inline = isolated_load_inline
-
-
-def _build(unique: str, params: dict[str, Any], build_root: Path):
-    build_dir = _extension_cache(build_root) / unique
-    build_dir.mkdir(parents=True, exist_ok=True)
-    return _REAL_LOAD_INLINE(unique, build_directory=str(build_dir), **params)
-
-
-def _toolchain_key() -> tuple[str, ...]:
-    """What besides the sources decides a build: torch, CUDA, and the target architecture."""
-    import torch
-
-    arch = os.environ.get("TORCH_CUDA_ARCH_LIST") or ".".join(map(str, torch.cuda.get_device_capability()))
-    return torch.__version__, str(torch.version.cuda), arch
-
-
-def _extension_cache(build_root: Path) -> Path:
-    """Builds are cached by content hash (sources, flags, toolchain, arch): a resubmitted kernel costs ~0.
-
-    Shared by the workers of a machine ($KERNEL_GYM_CACHE/extensions); KERNEL_GYM_EXT_CACHE=0 gives every job a
-    private build directory instead.
-    """
-    if os.environ.get("KERNEL_GYM_EXT_CACHE", "1") == "0":
-        return Path(os.environ.get("TORCH_EXTENSIONS_DIR", build_root))
-    root = Path(os.environ.get("KERNEL_GYM_CACHE", Path.home() / ".cache" / "kernel_gym")) / "extensions"
-    root.mkdir(parents=True, exist_ok=True)
-    return root
 
 
 def _cache_dir() -> Path:

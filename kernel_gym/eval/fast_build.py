@@ -45,6 +45,10 @@ _BIND_TEXT = """#pragma once
 #include <torch/csrc/utils/pybind.h>
 #include <ATen/core/Tensor.h>
 """
+_FORWARD_TEXT = """#pragma once
+// kernel-gym: beside the precompiled torch/extension.h.gch (eval/fast_build.py); an include that cannot use the .gch
+#include_next <torch/extension.h>
+"""
 _EXTENSION_INCLUDE = re.compile(r'#\s*include\s*[<"]torch/extension\.h[>"]')
 _NAMES = re.compile(r"\b(?:torch|at|c10)::(\w+)")
 _CUDA_NAMES = re.compile(r"\b(?:torch|at|c10)::cuda::(\w+)")
@@ -230,6 +234,9 @@ def pch_dir(extra_cflags: list[str], extra_include_paths: list[str], header: str
         source, gch = _write_once(out_dir / BIND_HEADER, text), out_dir / f"{BIND_HEADER}.gch"
     else:
         source, gch = include / "torch" / "extension.h", out_dir / "torch" / "extension.h.gch"
+        # g++ takes a .gch only for a file's first include; a second `#include <torch/extension.h>` (load_inline
+        # puts one before the solution's own) looks for the header beside it: this file sends it on to torch's
+        _write_once(out_dir / "torch" / "extension.h", _FORWARD_TEXT)
     if gch.exists():
         return out_dir
     gch.parent.mkdir(parents=True, exist_ok=True)
@@ -252,6 +259,14 @@ def pch_dir(extra_cflags: list[str], extra_include_paths: list[str], header: str
 
 _MISSING = re.compile(r'no operator "|has no member|is undefined|no instance of (?:overloaded )?function|'
                       r"incomplete type|is not a member of|was not declared|does not name a type|no matching function")
+
+
+def pch_failed(build_error: str, changes: dict[str, str]) -> bool:
+    """Whether a failed fast build's error is about the precompiled header itself (a line naming a file of its
+    folder with an error), not the sources: then the stock build decides."""
+    key = changes.get("pch")
+    return bool(key) and any(f"pch/{key}/" in line and "error" in line.split(f"pch/{key}/")[0]
+                             for line in build_error.splitlines())
 
 
 def missing_declaration(build_error: str) -> bool:
@@ -283,7 +298,9 @@ def fast_params(params: dict[str, Any], cuda_header: str | None = None) -> tuple
         changes["cuda_header"] = choice
     extra_cflags = _as_list(params.get("extra_cflags"))
     cpp_src = _text(params.get("cpp_sources"))
-    bind = "lite" if params.get("functions") is not None and bind_choice(cpp_src) == "lite" else "stock"
+    # the light binding header serves C++ sources that declare the CUDA file's functions; a C++-only extension does
+    # its work in main.cpp: the stock header, precompiled
+    bind = "lite" if params.get("functions") is not None and cuda_src and bind_choice(cpp_src) == "lite" else "stock"
     pch = pch_dir(extra_cflags, _as_list(params.get("extra_include_paths")), bind)
     if bind == "lite" and pch is not None:
         params["cpp_sources"] = _PrefixSwap(_as_list(params.get("cpp_sources")),

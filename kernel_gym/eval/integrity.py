@@ -22,7 +22,7 @@ _WATCHED_MODULES = ("torch", "torch.cuda", "torch.nn.functional", "time", "built
                     "numpy", "triton", "triton.testing", "kernel_gym.eval.compare", "kernel_gym.eval.timing",
                     "kernel_gym.runner.session", "kernel_gym.runner.serve", "kernel_gym.eval.integrity",
                     "kernel_gym.eval.loading", "kernel_gym.sandbox.channel", "kernel_gym.sandbox.shared",
-                    "kernel_gym.cuda_raw",
+                    "kernel_gym.cuda_raw", "kernel_gym.eval.cuda", "torch.utils.cpp_extension",
                     "kernel_gym.eval.launches", "kernel_gym.eval.profile")
 _WATCHED_CLASSES = (torch.Tensor, torch.cuda.Event, torch.nn.Module, threading.Thread)
 # The harness's own classes, resolved when the snapshot is taken (their methods decide the verdict).

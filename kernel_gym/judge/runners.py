@@ -17,6 +17,7 @@ from typing import Any
 
 from kernel_gym.errors import SandboxError
 from kernel_gym.eval.errors import trim
+from kernel_gym.judge import builds as builds_service
 from kernel_gym.judge import spawner
 from kernel_gym.judge.spawner import ROOT_PREFIX
 from kernel_gym.sandbox import limits
@@ -24,6 +25,7 @@ from kernel_gym.sandbox.channel import Channel, ChannelClosed, ChannelTimeout, s
 
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 STARTUP_TIMEOUT_S = 180.0
+MAX_BUILDS = 16  # load_inline builds one request may ask the judge for (judge/builds.py)
 # Every key a runner's reply may carry (evidence); anything else is a forged message.
 REPLY_KEYS = frozenset({"id", "error", "internal_error", "launches", "stray_threads", "stray_name", "harness", "names",
                         "structure", "lazy", "copied", "ops", "profile", "threads_started", "leftover_threads",
@@ -69,6 +71,7 @@ class RunnerProcess:
         self.dead = False
         self.events: tuple | None = None  # cuda: the judge's "go" and "done" interprocess events for it
         self.limits: list[str] = []  # what confined it (its first job's `begin` says)
+        self.builds = role == "candidate"  # its load_inline calls are built by the judge's build service
 
     @property
     def pid(self) -> int:
@@ -129,6 +132,12 @@ class RunnerProcess:
         try:
             self.channel.send(message, fds)
             reply = self.channel.receive(deadline)
+            builds = 0
+            while set(reply) == {"id", "build"} and reply["id"] == rid and self.builds and builds < MAX_BUILDS:
+                builds += 1  # a load_inline of the candidate's, asked in the middle of this request
+                answer = builds_service.build(reply["build"], self.device, deadline)
+                self.channel.send({"id": rid, "built": answer})
+                reply = self.channel.receive(deadline)
         except ChannelTimeout:
             self.kill()
             raise RunnerFailure("timeout", stage) from None

@@ -47,7 +47,7 @@ def _initialize(device: str, root: Path) -> Any:
     from kernel_gym.eval.integrity import Snapshot, pin_precision
 
     launches.install_triton_hooks()
-    cuda.install(device, root / "extensions")
+    cuda.install(device)
     from kernel_gym import cuda_raw
 
     cuda_raw.TARGET_DEVICE = device  # raw-CUDA kernels launch only in a cuda runner
@@ -104,6 +104,19 @@ def serve(fd: int, device: str, root: Path, memory_limit_gb: float | None, role:
     (root / "pid").write_text(str(os.getpid()))  # lets a later pool sweep this folder if the runner dies
     _redirect_output(root)
     t0 = time.perf_counter()
+    in_flight: dict[str, Any] = {}
+
+    def ask_for_build(request: dict[str, Any]) -> dict[str, Any]:
+        """The judge's build service, in the middle of the request in flight (eval/cuda.py, judge/builds.py)."""
+        channel.send({"id": in_flight.get("id"), "build": request})
+        answer = channel.receive(deadline=None)
+        if answer.get("id") != in_flight.get("id") or not isinstance(answer.get("built"), dict):
+            raise RuntimeError("the judge answered a build request with something else")
+        return answer["built"]
+
+    from kernel_gym.eval import cuda
+
+    cuda.BUILD_SERVICE = ask_for_build  # before the snapshot: a solution that swaps it is harness tampering
     snapshot = _initialize(device, root)
     from kernel_gym.runner.session import Session
 
@@ -124,6 +137,7 @@ def serve(fd: int, device: str, root: Path, memory_limit_gb: float | None, role:
             # the judge's interprocess events: the "events" request comes first)
             confined = limits.confine(root, device, role)
         os.chdir(session.workdir or home)
+        in_flight["id"] = request.get("id")
         try:
             reply = handle(session, request)
         except Exception:  # a bug of ours, not the candidate's doing

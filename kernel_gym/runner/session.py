@@ -75,6 +75,8 @@ class Session:
     def begin(self) -> dict[str, Any]:
         self.workdir = Path(tempfile.mkdtemp(prefix="job_", dir=self.root))
         os.environ["TORCH_EXTENSIONS_DIR"] = str(self.workdir / "extensions")
+        cuda_raw.CACHE_ROOT = self.workdir / "cuda_raw"  # NVRTC's cubins: this job's own (no shared cache)
+        cuda_raw._MEMO.clear()  # noqa: SLF001 - nothing compiled in an earlier job of this runner is reused
         self.first_threads = set(threading.enumerate())
         return {}
 

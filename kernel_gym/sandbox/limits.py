@@ -135,9 +135,10 @@ def kill_descendants(root_pid: int) -> int:
     return killed
 
 
-# What a runner may write besides its own folder: the build caches of its side ($KERNEL_GYM_CACHE/...). The candidate's
-# runner never gets the reference's (a planted C reference would judge), the reference's never the candidate's.
-CACHE_DIRS = {"candidate": ("extensions", "pch", "fast_build", "cuda_raw"), "reference": ("c_reference",)}
+# What a process may write besides its own folder, by role: the build caches of its side ($KERNEL_GYM_CACHE/...).
+# A candidate's runner writes none: its load_inline builds are the judge's build service's (judge/builds.py), whose
+# build process writes the header caches and its staging folder; the reference's runner builds C references.
+CACHE_DIRS = {"candidate": (), "builder": ("pch", "fast_build"), "reference": ("c_reference",)}
 
 
 def confine(root: Path, device: str, role: str) -> list[str]:

@@ -134,7 +134,7 @@ def test_lite_header_compiles_a_typical_cuda_file(tmp_path):
 def test_pch_is_used_by_torchs_own_main_cpp_flags(tmp_path):
     from torch.utils.cpp_extension import load_inline
 
-    fast, changes = fast_build.fast_params({"cpp_sources": "int add1(int x) { return x + 1; }",
+    fast, changes = fast_build.fast_params({"cpp_sources": "#include <torch/extension.h>\nint add1(int x) { return x + 1; }",
                                             "functions": ["add1"], "verbose": False})
     assert "pch" in changes
     module = load_inline("kg_pch_check", build_directory=str(tmp_path), **fast)
@@ -145,8 +145,8 @@ def test_pch_is_used_by_torchs_own_main_cpp_flags(tmp_path):
     run = subprocess.run(["g++", "-H", "-fsyntax-only", "-Winvalid-pch", str(tmp_path / "main.cpp"),
                           *shlex.split(cflags), *shlex.split(post)], capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-2000:]
-    gch = f"{fast_build.BIND_HEADER}.gch" if changes.get("cpp_header") == "lite" else "extension.h.gch"
-    assert changes.get("cpp_header") == "lite"  # it only declares a function: the light binding header suffices
+    gch = "extension.h.gch"
+    assert "cpp_header" not in changes  # a C++-only extension does its work in main.cpp: the stock header, precompiled
     used = [line for line in run.stderr.splitlines() if line.startswith("!") and line.endswith(gch)]
     assert used, "g++ did not use the precompiled header:\n" + run.stderr[-2000:]
 
@@ -186,6 +186,7 @@ def test_fast_cuda_build_compiles_and_imports_without_a_gpu(tmp_path, monkeypatc
 
 MISSING = 'cuda.cu(21): error: no operator "+" matches these operands'
 SYNTAX = 'cuda.cu(21): error: expected a ";"'
+PCH_GONE = "main.cpp:3:10: fatal error: /c/pch/KEY/torch/extension.h: No such file or directory"
 
 
 @pytest.mark.parametrize("fails, error, expected", [("f", MISSING, ["f", "t"]), ("ft", MISSING, ["f", "t", "stock"]),
@@ -193,65 +194,70 @@ SYNTAX = 'cuda.cu(21): error: expected a ";"'
 def test_failed_light_build_retries_with_types_then_stock(monkeypatch, tmp_path, fails, error, expected):
     """A light build that fails for a missing declaration (say, tensor operators in the wrapper) is retried with
     torch/types.h, then the stock way; one that fails otherwise (a syntax error) goes to the stock build at once,
-    whose error, if any, is the candidate's."""
-    import torch.utils.cpp_extension as ext
-
-    from kernel_gym.eval import cuda
+    whose error, if any, is the candidate's (the build process: judge/builder.py)."""
+    from kernel_gym.judge import builder
 
     calls = []
 
-    def fake_build(unique, params, build_root):
+    def fake_build(unique, params, staging):
         cu = fast_build._text(params["cuda_sources"])
         kind = "f" if fast_build.LITE_PREFIX in cu else "stock" if "torch/extension.h" in cu else "t"
-        assert kind == "stock" or unique.endswith(kind)  # fast builds get their own cache names
+        assert kind == "stock" or unique.endswith(kind)  # fast builds get their own names
         calls.append(kind)
         if kind in fails:
             raise RuntimeError(f"Error building extension '{unique}': {error}")
-        return kind
 
-    monkeypatch.setattr(cuda, "_build", fake_build)
-    monkeypatch.setattr(cuda, "counted_extension", lambda module: module)
-    monkeypatch.setattr(cuda, "_toolchain_key", lambda: ("torch", "cuda", "9.0"))
+    monkeypatch.setattr(builder, "_load_inline", fake_build)
     monkeypatch.setattr(fast_build, "pch_dir", lambda cflags, paths, header: None)
-    saved = ext.load_inline
-    try:
-        cuda.install("cuda", tmp_path)
-        built = ext.load_inline("relu", cpp_sources="torch::Tensor relu_forward(torch::Tensor x);",
-                                cuda_sources=RELU_CU, functions=["relu_forward"])
-    finally:
-        ext.load_inline = saved
-    assert calls == expected and built == expected[-1]
+    built = builder.build("relu", {"cpp_sources": "torch::Tensor relu_forward(torch::Tensor x);",
+                                   "cuda_sources": RELU_CU, "functions": ["relu_forward"]}, tmp_path)
+    assert calls == expected and built == "relu" + {"f": "f", "t": "t", "stock": ""}[expected[-1]]
+
+
+@pytest.mark.parametrize("error, expected", [(PCH_GONE, ["pch", "stock"]), (SYNTAX, ["pch"])])
+def test_a_build_failing_on_the_precompiled_header_is_built_the_stock_way(monkeypatch, tmp_path, error, expected):
+    """A C++ source that keeps the stock header gets only the precompiled one: when the error is about that
+    header's folder the stock build decides; a plain compile error is the candidate's at once."""
+    from kernel_gym.judge import builder
+
+    calls = []
+
+    def fake_build(unique, params, staging):
+        calls.append("pch" if any("/pch/" in f for f in params.get("extra_cflags", [])) else "stock")
+        raise RuntimeError(error.replace("KEY", "k123"))
+
+    monkeypatch.setattr(builder, "_load_inline", fake_build)
+    monkeypatch.setattr(fast_build, "pch_dir", lambda cflags, paths, header: Path("/c/pch/k123"))
+    with pytest.raises(RuntimeError):
+        builder.build("ext", {"cpp_sources": "#include <torch/extension.h>\nint f() { return torch::nn::Linear(1, 1)"
+                              "->weight.numel(); }", "functions": ["f"]}, tmp_path)
+    assert calls == expected
 
 
 @pytest.mark.slow
 def test_tensor_operators_in_the_wrapper_build_through_the_types_retry(tmp_path, monkeypatch):
-    """Real builds (nvcc + g++ + link + import; nothing runs): a wrapper using `a + b` on tensors fails with the
-    light header (no ATen/Functions.h) and builds with torch/types.h, without falling back to the stock build."""
+    """Real builds (nvcc + g++ + link; nothing runs): a wrapper using `a + b` on tensors fails with the light header
+    (no ATen/Functions.h) and builds with torch/types.h, without falling back to the stock build."""
     import glob
 
     import torch.utils.cpp_extension as ext
 
-    from kernel_gym.eval import cuda
+    from kernel_gym.judge import builder
 
     roots = sorted(glob.glob("/usr/local/cuda*/bin/nvcc"))
     if not roots:
         pytest.skip("needs a CUDA toolkit under /usr/local/cuda*")
     monkeypatch.setattr(ext, "CUDA_HOME", str(Path(roots[-1]).parents[1]))
     monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", "9.0")
-    monkeypatch.setattr(cuda, "counted_extension", lambda module: module)
     built = []
-    real_build = cuda._build
-    monkeypatch.setattr(cuda, "_build", lambda unique, params, root: built.append(unique) or real_build(
+    real_build = builder._load_inline
+    monkeypatch.setattr(builder, "_load_inline", lambda unique, params, staging: built.append(unique) or real_build(
         unique, dict(params, extra_include_paths=[str(p) for p in Path(sysconfig.get_paths()["purelib"]).glob(
-            "nvidia/cu*/include")]), root))
+            "nvidia/cu*/include")]), staging))
     source = RELU_CU.replace("return y;", "return y + xc * 0;")
     assert fast_build.header_choice(source) == "lite"  # operators are not names: the light header is tried first
-    saved = ext.load_inline
-    try:
-        cuda.install("cuda", tmp_path)
-        module = ext.load_inline("relu_ops", cpp_sources="torch::Tensor relu_forward(torch::Tensor x);",
-                                 cuda_sources=source, functions=["relu_forward"], extra_cuda_cflags=["-O3"])
-    finally:
-        ext.load_inline = saved
-    assert callable(module.relu_forward)
+    module = builder.build("relu_ops", {"cpp_sources": "torch::Tensor relu_forward(torch::Tensor x);",
+                                        "cuda_sources": source, "functions": ["relu_forward"],
+                                        "extra_cuda_cflags": ["-O3"]}, tmp_path)
+    assert module == "relu_opst" and (tmp_path / module / f"{module}.so").exists()
     assert [u[-1] for u in built] == ["f", "t"]  # light failed, types built; no stock build

@@ -1,0 +1,243 @@
+"""The judge's build service: every `load_inline` build a candidate asks for is checked here, done by a trusted,
+confined build process (`judge/builder.py`) and published into the machine's extension cache, which no runner may
+write.
+
+A candidate's runner calls `load_inline` while it imports the solution (or constructs `ModelNew`); its stand-in
+(`eval/cuda.py`) sends the call's arguments to the judge in the middle of the request and waits. Here the judge:
+1. checks them: known keyword arguments of plain types, a module name that is an identifier, and no flag that makes
+   a compiler or linker run a program of the candidate's choosing (`-fplugin`, `-B`, `-specs`, `-ccbin`, response
+   files, ...): refused with a message, as a compile error;
+2. names the build by content (every argument that changes the result, torch, CUDA and the target architecture),
+   so different inputs never share a folder and a resubmission is a cache hit;
+3. on a miss, under a per-name lock, starts the build process on a fresh staging folder and, when it built, renames
+   that folder into `$KERNEL_GYM_CACHE/extensions/<name>` (atomic: a folder there is always a whole build);
+4. answers with the folder and module name, from which the runner imports the module (read-only to it).
+
+What a candidate can no longer do: plant a library, a precompiled header or a light header in a shared cache that a
+later job would load (docs/anti-hacking.md). What it still decides is its own inputs: a source that includes a file
+elsewhere on the machine is built from that file's contents at the time.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from kernel_gym.eval.errors import trim
+
+# load_inline's keyword arguments a build request may carry, and the type each must have.
+_SOURCES = ("cpp_sources", "cuda_sources")
+_FLAG_LISTS = ("extra_cflags", "extra_cuda_cflags", "extra_ldflags", "extra_include_paths")
+_BOOLS = ("with_cuda", "is_python_module", "with_pytorch_error_handling", "no_implicit_headers")
+_IGNORED = ("verbose", "build_directory", "keep_intermediates", "use_pch")  # ours to choose
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+# Flags that make gcc, nvcc or the linker run (or load) a program named by the flag: the build would run the
+# candidate's code with the build process's rights. Matched on every piece of a flag (split at spaces, commas, '=').
+_RUNS_PROGRAM = re.compile(r"^(?:-fplugin\S*|-B.*|--?specs\S*|-wrapper|--?plugin\S*|-ccbin|--compiler-bindir\S*|"
+                           r"-fuse-ld\S*/\S*|-o|--output-file)$")
+_LINKER_B = frozenset({"-Bstatic", "-Bdynamic", "-Bsymbolic", "-Bsymbolic-functions"})
+DEFAULT_TIMEOUT_S = 600.0
+
+
+class BuildRefused(ValueError):
+    """A build request the judge does not run (its message goes to the candidate as a compile error)."""
+
+
+def _flag_pieces(flag: str) -> list[str]:
+    return [p for p in re.split(r"[\s,=]+", flag) if p] + [flag]
+
+
+def normalize(name: Any, params: Any) -> tuple[str, dict[str, Any]]:
+    """The checked module name and load_inline arguments of a request, or BuildRefused saying what is wrong."""
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise BuildRefused(f"load_inline's name must be a Python identifier of at most 64 characters, got {name!r}")
+    if not isinstance(params, dict):
+        raise BuildRefused("load_inline's arguments did not arrive as keywords")
+    unknown = sorted(set(params) - {*_SOURCES, "functions", *_FLAG_LISTS, *_BOOLS, *_IGNORED})
+    if unknown:
+        raise BuildRefused(f"load_inline arguments this harness does not build with: {', '.join(unknown)}")
+    out: dict[str, Any] = {}
+    for key in _SOURCES:
+        value = params.get(key)
+        if value is None:
+            continue
+        value = [value] if isinstance(value, str) else value
+        if not isinstance(value, list) or not all(isinstance(s, str) for s in value):
+            raise BuildRefused(f"load_inline's {key} must be a string or a list of strings")
+        out[key] = value
+    if not out.get("cpp_sources") and not out.get("cuda_sources"):
+        raise BuildRefused("load_inline was given no C++ or CUDA source")
+    functions = params.get("functions")
+    if functions is not None:
+        if isinstance(functions, str):
+            functions = [functions]
+        ok = (isinstance(functions, list) and all(isinstance(f, str) for f in functions)) or (
+            isinstance(functions, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in functions.items()))
+        if not ok or not all(_NAME.fullmatch(f) for f in functions):
+            raise BuildRefused("load_inline's functions must be identifiers (a list, or a dict of name: docstring)")
+        out["functions"] = functions
+    for key in _FLAG_LISTS:
+        value = params.get(key)
+        if value is None:
+            continue
+        value = [value] if isinstance(value, str) else value
+        if not isinstance(value, list) or not all(isinstance(f, str) for f in value):
+            raise BuildRefused(f"load_inline's {key} must be a list of strings")
+        for flag in value:
+            for piece in _flag_pieces(flag):
+                if piece.startswith("@") or (_RUNS_PROGRAM.match(piece) and piece not in _LINKER_B):
+                    raise BuildRefused(f"the build flag {flag!r} in {key} is not allowed: it would make the "
+                                       "compiler or linker load or run another program, read flags from a file, "
+                                       "or write where the harness does not look")
+        out[key] = value
+    for key in _BOOLS:
+        value = params.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, bool):
+            raise BuildRefused(f"load_inline's {key} must be True or False")
+        out[key] = value
+    return name, out
+
+
+def toolchain(device: str) -> dict[str, str]:
+    """What besides the arguments decides a build: torch, CUDA, the compiler and the target architecture (the
+    judge's GPU on cuda; $TORCH_CUDA_ARCH_LIST, if set, wins, as it does in torch's own builds)."""
+    import torch
+    from torch.utils.cpp_extension import get_cxx_compiler
+
+    arch = os.environ.get("TORCH_CUDA_ARCH_LIST", "")
+    if not arch and device == "cuda" and torch.cuda.is_available():
+        arch = ".".join(map(str, torch.cuda.get_device_capability()))
+    return {"torch": torch.__version__, "cuda": str(torch.version.cuda), "arch": arch, "cxx": get_cxx_compiler()}
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("KERNEL_GYM_CACHE", Path.home() / ".cache" / "kernel_gym")) / "extensions"
+
+
+def build_name(name: str, params: dict[str, Any], chain: dict[str, str]) -> str:
+    digest = hashlib.sha256(json.dumps([name, params, chain, _fast_build_on()], sort_keys=True).encode())
+    return f"{name}_{digest.hexdigest()[:20]}"
+
+
+def _fast_build_on() -> bool:
+    from kernel_gym.eval import fast_build
+
+    return fast_build.enabled()
+
+
+def _lock(path: Path, deadline: float):
+    """An exclusive lock on `path`, polled until `deadline` (another job may be building the same thing)."""
+    f = open(path, "a")  # noqa: SIM115 - held by the caller's with-block
+    while True:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return f
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                f.close()
+                raise TimeoutError(f"waited past the compile limit for another job's build of {path.stem}") from None
+            time.sleep(0.1)
+
+
+def _built(folder: Path) -> dict[str, Any] | None:
+    try:
+        meta = json.loads((folder / "kernel_gym_build.json").read_text())
+    except (OSError, ValueError):
+        return None
+    return meta if isinstance(meta, dict) and isinstance(meta.get("module"), str) else None
+
+
+def build(request: Any, device: str, deadline: float | None = None) -> dict[str, Any]:
+    """Serve one build request of a runner: `{"ok": True, "directory", "module", "cached", "seconds"}` or
+    `{"ok": False, "log"}`. Never raises for the request's content."""
+    t0 = time.monotonic()
+    deadline = deadline if deadline is not None else t0 + DEFAULT_TIMEOUT_S
+    try:
+        name, params = normalize(request.get("name") if isinstance(request, dict) else None,
+                                 request.get("params") if isinstance(request, dict) else None)
+    except BuildRefused as refused:
+        return {"ok": False, "log": str(refused)}
+    chain = toolchain(device)
+    unique = build_name(name, params, chain)
+    root = cache_root()
+    (root / ".locks").mkdir(parents=True, exist_ok=True)
+    final = root / unique
+    try:
+        with _lock(root / ".locks" / f"{unique}.lock", deadline):
+            meta = _built(final)
+            if meta is not None:
+                return {"ok": True, "directory": str(final), "module": meta["module"], "cached": True,
+                        "seconds": round(time.monotonic() - t0, 3)}
+            if final.exists():  # a folder without its record: an interrupted publish; build again
+                shutil.rmtree(final, ignore_errors=True)
+            return _build_now(unique, params, device, chain, final, deadline, t0)
+    except TimeoutError as e:
+        return {"ok": False, "log": str(e)}
+
+
+def _build_now(unique: str, params: dict[str, Any], device: str, chain: dict[str, str], final: Path,
+               deadline: float, t0: float) -> dict[str, Any]:
+    (final.parent / ".staging").mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f"{unique}.", dir=final.parent / ".staging"))
+    try:
+        answer = _run_builder(unique, params, device, chain, staging, deadline)
+        if not answer.get("ok"):
+            return {"ok": False, "log": trim(str(answer.get("log") or "the build failed"))}
+        module = str(answer.get("module") or "")
+        built = staging / module
+        if not _NAME.fullmatch(module) or not module.startswith(unique) or not built.is_dir():
+            return {"ok": False, "log": "the build process gave no module"}
+        seconds = round(time.monotonic() - t0, 3)
+        (built / "kernel_gym_build.json").write_text(json.dumps({"module": module, "seconds": seconds,
+                                                                 "toolchain": chain}))
+        os.rename(built, final)
+        return {"ok": True, "directory": str(final), "module": module, "cached": False, "seconds": seconds}
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _run_builder(unique: str, params: dict[str, Any], device: str, chain: dict[str, str], staging: Path,
+                 deadline: float) -> dict[str, Any]:
+    from kernel_gym.sandbox import limits
+
+    env = limits.worker_environment(staging, device, None, str(Path(__file__).resolve().parents[2]))
+    env.pop("TRITON_INTERPRET", None)
+    if chain["arch"]:
+        env["TORCH_CUDA_ARCH_LIST"] = chain["arch"]  # the judge's GPU: the builder itself sees none
+    env["CUDA_VISIBLE_DEVICES"] = ""
+    env["MAX_JOBS"] = env.get("MAX_JOBS", "2")  # ninja's parallelism: a load_inline build has two files
+    request = json.dumps({"name": unique, "params": params, "staging": str(staging), "device": device})
+    proc = subprocess.Popen([sys.executable, "-m", "kernel_gym.judge.builder"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=staging,
+                            start_new_session=True)
+    try:
+        stdout, stderr = proc.communicate(request, timeout=max(1.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        return {"ok": False, "log": "the build did not finish within the compile limit"}
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # the compilers it started, too
+        except (ProcessLookupError, PermissionError):
+            pass
+        proc.wait()
+    lines = [line for line in stdout.splitlines() if line.strip()]
+    try:
+        answer = json.loads(lines[-1]) if lines else None
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict):
+        return {"ok": False, "log": f"the build process ended with code {proc.returncode}:\n{trim(stderr, 3000)}"}
+    return answer
