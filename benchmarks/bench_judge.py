@@ -2,12 +2,17 @@
 
     python benchmarks/bench_judge.py noop --n 300 --out DIR
     python benchmarks/bench_judge.py agreement --repeats 3 --out DIR
+    python benchmarks/bench_judge.py hang --repeats 3 --out DIR
 
 - noop: the judge's clock around a runner call that does nothing (the runner's stream waits for "go" and records
   "done" at once), with and without the launch gate: the fixed cost every timed call of either side carries.
 - agreement: every genuine Triton solution of tests/solutions at full size, judged by a one-slot pool (the judge's
   speedup), against do_bench's speedup with each side in its own fresh process (median of `repeats` do_bench runs
   of 200 ms each). Prints a markdown table for benchmarks/RESULTS.md and writes JSON.
+- hang: a level1/relu solution whose kernel never ends from its fifth call on
+  (tests/solutions/faulty/relu_hangs_from_fifth_call.py), judged by a one-slot pool: the time from submission to
+  its `timeout` verdict, and the next genuine job's time on the same slot against the same job's time before the
+  hang (the GPU and the slot are free again once the verdict is in).
 """
 
 from __future__ import annotations
@@ -132,15 +137,52 @@ def section_agreement(args: argparse.Namespace) -> dict:
     return {"rows": rows}
 
 
+def section_hang(args: argparse.Namespace) -> dict:
+    from kernel_gym.eval.job import EvalConfig, job_for
+    from kernel_gym.sandbox import WorkerPool
+    from kernel_gym.tasks import load_task
+
+    task = load_task("level1/relu")
+    genuine = (SOL / "level1_relu.py").read_text()
+    hang = (SOL / "faulty" / "relu_hangs_from_fifth_call.py").read_text()
+
+    def timed(code: str, seed: int) -> tuple[float, object]:
+        t0 = time.monotonic()
+        result = pool.evaluate(job_for(task, code, backend="triton", config=EvalConfig(device=args.device, seed=seed)))
+        return time.monotonic() - t0, result
+
+    pool = WorkerPool(args.device)
+    pool.warm_up()
+    timed(genuine, 0)  # Triton's JIT cache and the runners warm
+    rows = []
+    for i in range(args.repeats):
+        before_s, before = timed(genuine, 10 + i)
+        hang_s, hung = timed(hang, 20 + i)
+        after_s, after = timed(genuine, 30 + i)
+        rows.append({"hang_to_verdict_s": round(hang_s, 2), "hang_outcome": hung.outcome.value,
+                     "recycled": hung.worker_recycled, "message": hung.message[:300],
+                     "genuine_before_s": round(before_s, 2), "genuine_after_s": round(after_s, 2),
+                     "after_outcome": after.outcome.value, "before_outcome": before.outcome.value})
+        print(json.dumps(rows[-1]), flush=True)
+    pool.close()
+    print("\n### Hang to verdict (one-slot pool, level1/relu kernel spinning from its fifth call)\n")
+    print("| run | verdict | submission to verdict s | next genuine job s (before the hang) |\n|---|---|---|---|")
+    for i, r in enumerate(rows):
+        print(f"| {i} | {r['hang_outcome']} | {r['hang_to_verdict_s']} | {r['genuine_after_s']} "
+              f"({r['genuine_before_s']}) |")
+    return {"rows": rows}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("section", choices=("noop", "agreement"))
+    parser.add_argument("section", choices=("noop", "agreement", "hang"))
     parser.add_argument("--n", type=int, default=300)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--only", nargs="*", default=None, help="agreement: these solution stems only")
+    parser.add_argument("--device", default="cuda", help="hang: cpu runs it on the CPU backend (a check of the bench)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
-    data = {"noop": section_noop, "agreement": section_agreement}[args.section](args)
+    data = {"noop": section_noop, "agreement": section_agreement, "hang": section_hang}[args.section](args)
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / f"judge_{args.section}.json").write_text(json.dumps(data, indent=1))

@@ -66,6 +66,8 @@ for arg in "$@"; do
     clients-10)  # the same with at least 10 timed rounds (adaptive up to 300): is the CV goal kept at less GPU time?
       timeout "$T" python3 benchmarks/bench_clients.py --clients 8 --repeats ${REPEATS:-3} --device cuda --timing-trials 10 \
         --out "$OUT/min10" ;;
+    judge-hang)  # #21: submission to `timeout` verdict of a hanging kernel, and the next job on the same slot
+      timeout "$T" python3 benchmarks/bench_judge.py hang --repeats ${REPEATS:-3} --out "$OUT" ;;
     judge-noop)
       timeout "$T" python3 benchmarks/bench_judge.py noop --n 300 --out "$OUT" ;;
     probe-clock)  # where a cross-process GPU clock loses time: plain workloads, no kernel-gym code in the loop

@@ -15,35 +15,7 @@ from kernel_gym.tasks import load_task
 pytestmark = pytest.mark.gpu
 SOL = Path(__file__).resolve().parents[1] / "solutions"
 
-HANG_LATER = '''
-import torch
-import torch.nn as nn
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def _relu_kernel(x_ptr, y_ptr, flag_ptr, n, hang, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    if hang:  # waits for a flag nobody sets (a volatile load the compiler cannot drop)
-        while tl.load(flag_ptr, volatile=True) == 0:
-            pass
-    tl.store(y_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=mask), 0.0), mask=mask)
-
-
-class ModelNew(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.calls = 0
-
-    def forward(self, x):
-        self.calls += 1
-        y = torch.empty_like(x)
-        flag = torch.zeros(1, dtype=torch.int32, device=x.device)
-        _relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, flag, x.numel(), int(self.calls > 4), BLOCK=1024)
-        return y
-'''
+HANG_LATER = (SOL / "faulty" / "relu_hangs_from_fifth_call.py").read_text()
 
 
 EARLY_DONE = '''
