@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -52,33 +53,54 @@ ev.close()
 
 
 def run_clients(n: int, names: list[str], repeats: int, device: str, config: dict | None = None) -> dict:
+    """N client processes at once; each writes a line per evaluation to its own file as it goes, so a run cut short
+    (the stage's timeout) still reports what was measured. The clients are killed if this process is stopped."""
     script = CLIENT.format(root=str(ROOT), sol=str(SOL))
+    folder = Path(tempfile.mkdtemp(prefix=f"clients_{n}_"))
     t0 = time.perf_counter()
-    procs = [subprocess.Popen([sys.executable, "-c", script, json.dumps(names), str(repeats), device,
-                               json.dumps(config or {})],
-                              stdout=subprocess.PIPE, text=True) for _ in range(n)]
-    rows = []
-    for p in procs:
-        out, _ = p.communicate()
-        rows += [json.loads(line) for line in out.splitlines() if line.startswith("{")]
-    wall = time.perf_counter() - t0
+    procs = []
+    try:
+        for i in range(n):
+            with open(folder / f"client_{i}.jsonl", "w") as out:
+                procs.append(subprocess.Popen([sys.executable, "-c", script, json.dumps(names), str(repeats), device,
+                                               json.dumps(config or {})], stdout=out, text=True))
+        for p in procs:
+            p.wait()
+    except SystemExit:  # stopped (the stage's timeout): report what the clients wrote so far
+        interrupted = True
+    else:
+        interrupted = False
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+        wall = time.perf_counter() - t0
+    rows = [json.loads(line) for f in sorted(folder.glob("client_*.jsonl")) for line in f.read_text().splitlines()
+            if line.startswith("{")]
+    return {**summarize(n, rows, wall), "interrupted": interrupted}
+
+
+def summarize(n: int, rows: list[dict], wall: float) -> dict:
     by_kernel: dict[str, list[float]] = {}
     for r in rows:
         if r["speedup"] is not None:
             by_kernel.setdefault(r["kernel"], []).append(r["speedup"])
     cvs = {k: statistics.stdev(v) / statistics.fmean(v) if len(v) > 1 else 0.0 for k, v in by_kernel.items()}
-    waits = [r["queue_wait_ms"] or 0.0 for r in rows]
-    gpu = [r["gpu_wait_ms"] or 0.0 for r in rows]
+    waits = [r["queue_wait_ms"] or 0.0 for r in rows] or [0.0]
+    gpu = [r["gpu_wait_ms"] or 0.0 for r in rows] or [0.0]
+
+    def median(key: str) -> float:
+        return statistics.median([r.get(key) or 0.0 for r in rows] or [0.0])
+
     return {"clients": n, "wall_s": round(wall, 2), "evaluations": len(rows),
             "outcomes": {o: sum(r["outcome"] == o for r in rows) for o in {r["outcome"] for r in rows}},
             "speedup_cv": {k: round(v, 4) for k, v in cvs.items()},
+            "evaluations_per_kernel": {k: len(v) for k, v in by_kernel.items()},
             "median_speedup": {k: round(statistics.median(v), 4) for k, v in by_kernel.items()},
             "queue_wait_ms": {"median": statistics.median(waits), "max": max(waits)},
             "gpu_wait_ms": {"median": statistics.median(gpu), "max": max(gpu)},
-            "timing_stage_ms_median": statistics.median([r["timing_ms"] or 0.0 for r in rows]),
-            "after_timing_check_ms_median": statistics.median([r.get("after_ms") or 0.0 for r in rows]),
-            "rounds_median": statistics.median([r.get("rounds") or 0 for r in rows]),
-            "gate_ms_median": statistics.median([r.get("gate_ms") or 0.0 for r in rows]),
+            "timing_stage_ms_median": median("timing_ms"), "after_timing_check_ms_median": median("after_ms"),
+            "rounds_median": median("rounds"), "gate_ms_median": median("gate_ms"),
             "not_exclusive": sum(1 for r in rows if r["not_exclusive"]), "rows": rows}
 
 
@@ -96,11 +118,25 @@ def main() -> None:
     os.environ.setdefault("KERNEL_GYM_JUDGE_DIR", tempfile.mkdtemp(prefix="bench_judges_"))
     config = {} if args.timing_trials is None else {"timing_trials": args.timing_trials, "timing_max_trials": 300}
     results = []
-    for n in args.clients:  # written after each N: a run cut short keeps what it measured
-        results.append(run_clients(n, names, args.repeats, args.device, config))
-        if args.out:
-            args.out.mkdir(parents=True, exist_ok=True)
-            (args.out / "clients.json").write_text(json.dumps(results, indent=1))
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(124))  # `timeout`: keep what was measured, stop the judge
+    try:
+        for n in args.clients:  # written after each N: a run cut short keeps what it measured
+            results.append(run_clients(n, names, args.repeats, args.device, config))
+            if args.out:
+                args.out.mkdir(parents=True, exist_ok=True)
+                (args.out / "clients.json").write_text(json.dumps(results, indent=1))
+            report([results[-1]])
+            if results[-1]["interrupted"]:
+                break
+    finally:
+        from kernel_gym.judge.client import stop_judge
+
+        for path in Path(os.environ["KERNEL_GYM_JUDGE_DIR"]).glob("*.sock"):
+            print(f"stopping the judge at {path.name}: {stop_judge(path)}", flush=True)  # and its runners' GPU memory
+    report(results)
+
+
+def report(results: list[dict]) -> None:
     print("\n### One judge, many clients\n")
     print("| clients | evaluations | wall s | worst speedup CV | median speedup CV | queue wait median / max ms "
           "| GPU wait median / max ms | timing stage median ms | not exclusive |")

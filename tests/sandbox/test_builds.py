@@ -19,7 +19,7 @@ from kernel_gym.eval.result import Outcome
 from kernel_gym.judge import builds
 
 ROOT = Path(__file__).resolve().parents[2]
-CPP_RELU = (ROOT / "tests" / "solutions" / "cpp" / "level1_relu.py").read_text()
+CPP_RELU = (ROOT / "tests" / "solutions" / "cpp" / "relu_extension.py").read_text()
 SOURCE = "int add1(int x) { return x + 1; }"
 
 
