@@ -58,6 +58,14 @@ def _flag_pieces(flag: str) -> list[str]:
     return [p for p in re.split(r"[\s,=]+", flag) if p] + [flag]
 
 
+def _strings(params: dict[str, Any], key: str) -> list[str]:
+    value = params[key]
+    value = [value] if isinstance(value, str) else value
+    if not isinstance(value, list) or not all(isinstance(s, str) for s in value):
+        raise BuildRefused(f"load_inline's {key} must be a string or a list of strings")
+    return value
+
+
 def normalize(name: Any, params: Any) -> tuple[str, dict[str, Any]]:
     """The checked module name and load_inline arguments of a request, or BuildRefused saying what is wrong."""
     if not isinstance(name, str) or not _NAME.fullmatch(name):
@@ -67,15 +75,7 @@ def normalize(name: Any, params: Any) -> tuple[str, dict[str, Any]]:
     unknown = sorted(set(params) - {*_SOURCES, "functions", *_FLAG_LISTS, *_BOOLS, *_IGNORED})
     if unknown:
         raise BuildRefused(f"load_inline arguments this harness does not build with: {', '.join(unknown)}")
-    out: dict[str, Any] = {}
-    for key in _SOURCES:
-        value = params.get(key)
-        if value is None:
-            continue
-        value = [value] if isinstance(value, str) else value
-        if not isinstance(value, list) or not all(isinstance(s, str) for s in value):
-            raise BuildRefused(f"load_inline's {key} must be a string or a list of strings")
-        out[key] = value
+    out: dict[str, Any] = {key: _strings(params, key) for key in (*_SOURCES, *_FLAG_LISTS) if params.get(key) is not None}
     if not out.get("cpp_sources") and not out.get("cuda_sources"):
         raise BuildRefused("load_inline was given no C++ or CUDA source")
     functions = params.get("functions")
@@ -88,19 +88,12 @@ def normalize(name: Any, params: Any) -> tuple[str, dict[str, Any]]:
             raise BuildRefused("load_inline's functions must be identifiers (a list, or a dict of name: docstring)")
         out["functions"] = functions
     for key in _FLAG_LISTS:
-        value = params.get(key)
-        if value is None:
-            continue
-        value = [value] if isinstance(value, str) else value
-        if not isinstance(value, list) or not all(isinstance(f, str) for f in value):
-            raise BuildRefused(f"load_inline's {key} must be a list of strings")
-        for flag in value:
+        for flag in out.get(key, ()):
             for piece in _flag_pieces(flag):
                 if piece.startswith("@") or (_RUNS_PROGRAM.match(piece) and piece not in _LINKER_B):
                     raise BuildRefused(f"the build flag {flag!r} in {key} is not allowed: it would make the "
                                        "compiler or linker load or run another program, read flags from a file, "
                                        "or write where the harness does not look")
-        out[key] = value
     for key in _BOOLS:
         value = params.get(key)
         if value is None:
