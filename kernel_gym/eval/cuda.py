@@ -45,7 +45,7 @@ def _as_text(src: Any) -> str:
     return "\n".join(src) if isinstance(src, (list, tuple)) else str(src)
 
 
-KERNEL_NAMES: set[str] = set()  # __global__ functions of every extension this worker built
+KERNEL_NAMES: set[str] = set()  # __global__ functions of the extensions this job built (cleared per job)
 _GLOBAL = re.compile(r"__global__[^(;{}]*?\b(\w+)\s*\(")
 _LAUNCH_BOUNDS = re.compile(r"__launch_bounds__\s*\([^)]*\)")
 

@@ -77,6 +77,7 @@ class Session:
         os.environ["TORCH_EXTENSIONS_DIR"] = str(self.workdir / "extensions")
         cuda_raw.CACHE_ROOT = self.workdir / "cuda_raw"  # NVRTC's cubins: this job's own (no shared cache)
         cuda_raw._MEMO.clear()  # noqa: SLF001 - nothing compiled in an earlier job of this runner is reused
+        cuda.KERNEL_NAMES.clear()  # the kernels this job's extensions define (evidence of this job only)
         self.first_threads = set(threading.enumerate())
         return {}
 
