@@ -202,8 +202,12 @@ class JudgeClient:
         return (answer or {}).get("status", {})
 
     def warm_up(self) -> None:
-        """Block until the judge answers (its runners start in the background)."""
-        self.status()
+        """Block until the judge's runners are ready (those of its idle slots: a busy slot's are running)."""
+        from kernel_gym.judge.runners import STARTUP_TIMEOUT_S
+
+        answer = self.request({"op": "warm"}, timeout_s=STARTUP_TIMEOUT_S + 30)
+        if answer is not None and answer.get("warm") is False:
+            raise SandboxError(f"the judge's runners did not start: {answer.get('error', '')}")
 
     def __deepcopy__(self, memo: dict) -> JudgeClient:
         return self

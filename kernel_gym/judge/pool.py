@@ -183,9 +183,24 @@ class WorkerPool:
         return self  # shared processes, not a value (gym.make deep-copies its kwargs)
 
     def warm_up(self) -> None:
-        """Block until every runner is initialized (otherwise the first job waits for its runners)."""
-        for slot in list(self._all):
-            slot.warm_up()
+        """Block until the runners of every idle slot are initialized (otherwise the first job waits for its
+        runners). Safe while jobs run: a slot in use is skipped (its job has started its runners)."""
+        slots = []
+        try:
+            while True:
+                slots.append(self._idle.get_nowait())
+        except queue.Empty:
+            pass
+        try:
+            for slot in slots:
+                slot.warm_up()
+        finally:
+            for slot in slots:
+                self._idle.put(slot)
+
+    def ready_slots(self) -> int:
+        """Slots whose runners have both said ready (without waiting for any)."""
+        return sum(s.ref.ready_info is not None and s.cand.ready_info is not None for s in list(self._all))
 
     def close(self) -> None:
         self._closed = True

@@ -10,7 +10,8 @@ A client that goes away leaves nothing queued: its waiting jobs are dropped. Wit
 daemon exits (the next client starts another).
 
 Protocol: JSON lines. `{"op": "evaluate", "id": N, "job": JOB}` -> `{"id": N, "result": RESULT}` (answers may come
-out of order); `{"op": "status"}` -> `{"status": {...}}`; `{"op": "stop"}` stops the daemon.
+out of order); `{"op": "status"}` -> `{"status": {...}}`; `{"op": "warm"}` -> `{"warm": true}` once the runners of its idle slots
+are ready; `{"op": "stop"}` stops the daemon.
 """
 
 from __future__ import annotations
@@ -182,6 +183,9 @@ class JudgeServer:
                     self.queue.put(Request(conn.client, message.get("id"), message.get("job") or {}, conn))
                 elif op == "status":
                     conn.send({"id": message.get("id"), "status": self.status()})
+                elif op == "warm":  # answered once the idle slots' runners are ready
+                    threading.Thread(target=self._warm, args=(conn, message.get("id")), daemon=True,
+                                     name="judge-warm").start()
                 elif op == "stop":
                     conn.send({"id": message.get("id"), "stopping": True})
                     self.stopping.set()
@@ -200,6 +204,13 @@ class JudgeServer:
                 conn.sock.close()
             except OSError:
                 pass
+
+    def _warm(self, conn: Connection, rid: Any) -> None:
+        try:
+            self.pool.warm_up()
+            conn.send({"id": rid, "warm": True})
+        except Exception as e:  # noqa: BLE001 - a runner that cannot start: the client hears why
+            conn.send({"id": rid, "warm": False, "error": str(e)[:2000]})
 
     def _dispatch(self) -> None:
         from kernel_gym.eval.job import EvalJob
@@ -241,7 +252,8 @@ class JudgeServer:
                     "max_s": round(s[-1], 4)}
 
         with self.lock:
-            return {"device": self.device, "gpu": self.gpu, "slots": self.slots, "pid": os.getpid(),
+            return {"device": self.device, "gpu": self.gpu, "slots": self.slots, "ready_slots": self.pool.ready_slots(),
+                    "pid": os.getpid(),
                     "socket": str(self.socket_path), "uptime_s": round(time.time() - self.started, 1),
                     "clients": len(self.clients), "queued": sum(self.queue.depth().values()),
                     "queued_by_client": {str(k): v for k, v in self.queue.depth().items()},

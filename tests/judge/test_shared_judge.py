@@ -143,3 +143,18 @@ def test_cli_status_and_stop(judge_dir):
     assert main(["judge", "status", "--device", "cpu"]) == 0
     assert main(["judge", "start", "--device", "cpu", "--slots", "1"]) == 0
     assert main(["judge", "stop", "--device", "cpu"]) == 0
+
+
+@pytest.mark.timeout(300)
+def test_warm_up_waits_for_the_judges_runners(judge_dir):
+    """A client's warm_up returns once the judge's runners are ready (a benchmark or a trainer that warms up first
+    does not pay runner start-up inside its first evaluations)."""
+    from kernel_gym.judge.client import JudgeClient
+
+    client = JudgeClient.for_device("cpu", slots=2)
+    try:
+        client.warm_up()
+        status = client.status()
+        assert status["ready_slots"] == status["slots"] == 2, status
+    finally:
+        client.close()
