@@ -62,7 +62,8 @@ for arg in "$@"; do
       timeout "$T" python3 -m pytest -m gpu tests/gpu/test_judge_gpu.py tests/gpu/test_confine_gpu.py tests/anti_hacking/test_gpu_attacks.py \
         -p no:cacheprovider -q -rfE -s --durations=10 ;;
     clients)  # 1 vs 8 client processes on the machine's judge: speedup CV, waits, exclusivity
-      timeout "$T" python3 benchmarks/bench_clients.py --clients 8 1 --repeats ${REPEATS:-5} --device cuda --out "$OUT" ;;
+      timeout "$T" python3 benchmarks/bench_clients.py --clients ${CLIENTS:-8 1} --repeats ${REPEATS:-5} --device cuda \
+        ${CLIENT_KERNELS:+--kernels $CLIENT_KERNELS} --out "$OUT/clients_$(echo ${CLIENTS:-8 1} | tr " " _)" ;;
     clients-10)  # the same with at least 10 timed rounds (adaptive up to 300): is the CV goal kept at less GPU time?
       timeout "$T" python3 benchmarks/bench_clients.py --clients 8 --repeats ${REPEATS:-3} --device cuda --timing-trials 10 \
         --out "$OUT/min10" ;;

@@ -15,6 +15,7 @@ import queue
 import shutil
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 from kernel_gym.errors import SandboxError
@@ -41,6 +42,21 @@ def sweep_stale_roots(tmp: Path | None = None) -> int:
 
 
 MAX_JOBS_PER_RUNNER = 32
+JUDGE_OOM_RETRIES, JUDGE_OOM_BACKOFF_S = 3, 1.0
+
+
+def judge_out_of_memory(exc: BaseException) -> bool:
+    """An exception that escaped a JudgeRun (so the judge's own, not a runner's) saying GPU memory ran out."""
+    import torch
+
+    return isinstance(exc, torch.OutOfMemoryError) or "out of memory" in str(exc).lower()
+
+
+def _release_judge_memory(device: str) -> None:
+    if device == "cuda":
+        import torch
+
+        torch.cuda.empty_cache()  # what the failed job's buffers held goes back to the driver for the others
 # Keep a started candidate runner in reserve once one has been replaced (KERNEL_GYM_SPARE_RUNNERS=0: none; costs one
 # more process per slot, on cuda one more CUDA context).
 SPARE_RUNNERS = os.environ.get("KERNEL_GYM_SPARE_RUNNERS", "1") != "0"
@@ -151,6 +167,26 @@ class WorkerPool:
             self._idle.put(slot)
 
     def evaluate(self, job: EvalJob) -> EvalResult:
+        """Judge one job on a free slot. When the judge itself runs out of GPU memory (its buffers, not the
+        solution's: a runner's failure is already a verdict), the job is run again once concurrent jobs have had
+        time to free theirs, up to JUDGE_OOM_RETRIES times: memory pressure from other jobs is never a verdict."""
+        for attempt in range(JUDGE_OOM_RETRIES + 1):
+            try:
+                result = self._evaluate_once(job)
+            except Exception as e:
+                if attempt == JUDGE_OOM_RETRIES or not judge_out_of_memory(e):
+                    raise
+                log.warning("the judge ran out of GPU memory on a job (%s); running it again (%d of %d)",
+                            str(e).splitlines()[0][:200], attempt + 1, JUDGE_OOM_RETRIES)
+                _release_judge_memory(self.device)
+                time.sleep(JUDGE_OOM_BACKOFF_S * 2 ** attempt)
+                continue
+            if attempt:
+                result = result.replace(stage_ms={**result.stage_ms, "judge_oom_retries": float(attempt)})
+            return result
+        raise AssertionError("unreachable")
+
+    def _evaluate_once(self, job: EvalJob) -> EvalResult:
         if self._closed:
             raise SandboxError("the worker pool is closed")
         from kernel_gym.judge.run import JudgeRun

@@ -184,3 +184,42 @@ def test_a_runner_writes_only_in_its_own_folder(pool, relu_code, tmp_path):
     assert result.outcome is Outcome.RUNTIME_ERROR, (result.outcome, result.message)
     assert "PermissionError" in result.message or "Permission denied" in result.message, result.message
     assert not target.exists()
+
+
+@pytest.mark.timeout(300)
+def test_judge_out_of_memory_is_run_again_not_a_verdict(monkeypatch, solution):
+    """GPU memory the judge could not get (other jobs' buffers: 8 concurrent full-size level1/relu jobs on one H100
+    did this) is not the solution's doing: the job runs again and gets its real verdict. Anything else the judge
+    raises still surfaces."""
+    import torch
+
+    from kernel_gym.judge import pool as pool_module
+    from kernel_gym.judge.run import JudgeRun
+
+    real = JudgeRun.execute
+    failures = {"oom": 2, "other": 0}
+
+    def flaky(self):
+        if failures["oom"]:
+            failures["oom"] -= 1
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 512.00 MiB")
+        if failures["other"]:
+            failures["other"] -= 1
+            raise ValueError("a bug of the judge's")
+        return real(self)
+
+    monkeypatch.setattr(JudgeRun, "execute", flaky)
+    monkeypatch.setattr(pool_module, "JUDGE_OOM_BACKOFF_S", 0.01)
+    pool = WorkerPool("cpu", size=1)
+    try:
+        result = pool.evaluate(make_job(solution("level1/relu")))
+        assert result.outcome is Outcome.CORRECT, result.message
+        assert result.stage_ms["judge_oom_retries"] == 2
+        failures["other"] = 1
+        with pytest.raises(ValueError):
+            pool.evaluate(make_job(solution("level1/relu")))
+        failures["oom"] = pool_module.JUDGE_OOM_RETRIES + 1  # memory that never comes back: the error surfaces
+        with pytest.raises(torch.OutOfMemoryError):
+            pool.evaluate(make_job(solution("level1/relu")))
+    finally:
+        pool.close()
