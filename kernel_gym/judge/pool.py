@@ -161,37 +161,51 @@ class WorkerPool:
         self._idle: queue.Queue[Slot] = queue.Queue()
         self._all: list[Slot] = []
         self._closed = False
+        self._count_lock = threading.Lock()
+        self._running = self._started = 0  # jobs running now; jobs started so far (was a job ever alone?)
         for i in range(size):
             slot = Slot(device, self.gpus[i % len(self.gpus)], memory_limit_gb)
             self._all.append(slot)
             self._idle.put(slot)
 
     def evaluate(self, job: EvalJob) -> EvalResult:
-        """Judge one job on a free slot. When the judge itself runs out of GPU memory (its buffers, not the
-        solution's: a runner's failure is already a verdict), the job is run again once concurrent jobs have had
-        time to free theirs, up to JUDGE_OOM_RETRIES times: memory pressure from other jobs is never a verdict."""
-        for attempt in range(JUDGE_OOM_RETRIES + 1):
+        """Judge one job on a free slot. Memory pressure from other jobs is never a verdict: when the judge itself
+        runs out of GPU memory (its buffers, not the solution's), the job is run again once concurrent jobs have had
+        time to free theirs, up to JUDGE_OOM_RETRIES times; and an `oom` verdict reached while other jobs were in
+        flight is confirmed by running the job once more (it stands if the solution runs out of memory again)."""
+        judge_retries = oom_reruns = 0
+        while True:
+            shared: list[bool] = []
             try:
-                result = self._evaluate_once(job)
+                result = self._evaluate_once(job, shared)
             except Exception as e:
-                if attempt == JUDGE_OOM_RETRIES or not judge_out_of_memory(e):
+                if judge_retries == JUDGE_OOM_RETRIES or not judge_out_of_memory(e):
                     raise
+                judge_retries += 1
                 log.warning("the judge ran out of GPU memory on a job (%s); running it again (%d of %d)",
-                            str(e).splitlines()[0][:200], attempt + 1, JUDGE_OOM_RETRIES)
+                            str(e).splitlines()[0][:200], judge_retries, JUDGE_OOM_RETRIES)
                 _release_judge_memory(self.device)
-                time.sleep(JUDGE_OOM_BACKOFF_S * 2 ** attempt)
+                time.sleep(JUDGE_OOM_BACKOFF_S * 2 ** (judge_retries - 1))
                 continue
-            if attempt:
-                result = result.replace(stage_ms={**result.stage_ms, "judge_oom_retries": float(attempt)})
-            return result
-        raise AssertionError("unreachable")
+            if result.outcome is Outcome.OOM and shared and shared[0] and not oom_reruns:
+                oom_reruns += 1
+                log.info("an oom verdict while other jobs were running: confirming it")
+                time.sleep(JUDGE_OOM_BACKOFF_S)
+                continue
+            extra = {k: float(v) for k, v in (("judge_oom_retries", judge_retries), ("oom_reruns", oom_reruns)) if v}
+            return result.replace(stage_ms={**result.stage_ms, **extra}) if extra else result
 
-    def _evaluate_once(self, job: EvalJob) -> EvalResult:
+    def _evaluate_once(self, job: EvalJob, shared: list[bool]) -> EvalResult:
+        """One run on a free slot; `shared` receives whether another job ran on this pool at any time during it."""
         if self._closed:
             raise SandboxError("the worker pool is closed")
         from kernel_gym.judge.run import JudgeRun
 
         slot = self._idle.get()
+        with self._count_lock:
+            self._running += 1
+            started, concurrent = self._started, self._running > 1
+            self._started += 1
         try:
             cand, ref = slot.runners()
             run = JudgeRun(job, cand, ref)
@@ -212,6 +226,9 @@ class WorkerPool:
                 slot = fresh
             raise
         finally:
+            with self._count_lock:
+                self._running -= 1
+                shared.append(concurrent or self._started - started > 1)
             if not self._closed:
                 self._idle.put(slot)
 

@@ -223,3 +223,38 @@ def test_judge_out_of_memory_is_run_again_not_a_verdict(monkeypatch, solution):
             pool.evaluate(make_job(solution("level1/relu")))
     finally:
         pool.close()
+
+
+OOM_ONCE = '''
+import os
+FLAG = {flag!r}
+if not os.path.exists(FLAG):  # the first evaluation runs out of memory (as if other jobs held it), later ones not
+    open(FLAG, "w").close()
+    raise MemoryError("CUDA out of memory. Tried to allocate 512.00 MiB")
+'''
+
+
+@pytest.mark.timeout(300)
+def test_an_oom_verdict_among_other_jobs_is_confirmed_alone(runner_scratch, solution):
+    """An `oom` reached while another job was running may be the other job's memory: the job runs once more and
+    gets its real verdict; an `oom` with nothing else running stands."""
+    import threading
+
+    genuine = solution("level1/relu")
+    slow = "import time\ntime.sleep(4)\n" + genuine
+    pool = WorkerPool("cpu", size=2)
+    try:
+        pool.warm_up()
+        flag = runner_scratch / "oom_once"
+        other = threading.Thread(target=pool.evaluate, args=(make_job(slow),))
+        other.start()
+        time.sleep(1.0)
+        shared = pool.evaluate(make_job(OOM_ONCE.format(flag=str(flag)) + genuine))
+        other.join()
+        assert shared.outcome is Outcome.CORRECT, shared.message
+        assert shared.stage_ms["oom_reruns"] == 1
+        alone_flag = runner_scratch / "oom_alone"
+        alone = pool.evaluate(make_job(OOM_ONCE.format(flag=str(alone_flag)) + genuine))
+        assert alone.outcome is Outcome.OOM and "oom_reruns" not in alone.stage_ms, alone.message
+    finally:
+        pool.close()
