@@ -21,6 +21,7 @@ elsewhere on the machine is built from that file's contents at the time.
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -181,10 +182,30 @@ def build(request: Any, device: str, deadline: float | None = None) -> dict[str,
         return {"ok": False, "log": str(e)}
 
 
+def sweep_staging(root: Path) -> int:
+    """Remove staging folders of judges that died mid-build (each is named `<build>.<judge pid>.<random>`)."""
+    removed = 0
+    for folder in (root / ".staging").glob("*.*.*"):
+        try:
+            pid = int(folder.name.split(".")[1])
+        except (IndexError, ValueError):
+            continue
+        if not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            removed += 1
+    return removed
+
+
+@functools.cache
+def _swept_once(root: Path) -> int:
+    return sweep_staging(root)
+
+
 def _build_now(unique: str, params: dict[str, Any], device: str, chain: dict[str, str], final: Path,
                deadline: float, t0: float) -> dict[str, Any]:
     (final.parent / ".staging").mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f"{unique}.", dir=final.parent / ".staging"))
+    _swept_once(final.parent)
+    staging = Path(tempfile.mkdtemp(prefix=f"{unique}.{os.getpid()}.", dir=final.parent / ".staging"))
     try:
         answer = _run_builder(unique, params, device, chain, staging, deadline)
         if not answer.get("ok"):

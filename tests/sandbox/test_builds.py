@@ -185,3 +185,12 @@ def fresh_pool():
     pool = WorkerPool("cpu", size=1)
     yield pool
     pool.close()
+
+
+def test_staging_folders_of_dead_judges_are_swept(tmp_path):
+    staging = tmp_path / ".staging"
+    dead, alive, other = (staging / "ext_ab.999999999.x1", staging / f"ext_ab.{os.getpid()}.x2", staging / "README")
+    for folder in (dead, alive, other):
+        folder.mkdir(parents=True)
+    assert builds.sweep_staging(tmp_path) == 1
+    assert not dead.exists() and alive.exists() and other.exists()
