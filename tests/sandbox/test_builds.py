@@ -95,10 +95,13 @@ def _job(code: str, **config):
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 @pytest.mark.skipif(shutil.which("c++") is None and shutil.which("g++") is None, reason="needs a C++ compiler")
-def test_a_cpp_extension_is_built_by_the_judge_and_runs_on_cpu(evaluator, monkeypatch):
+def test_a_cpp_extension_is_built_by_the_judge_and_runs_on_cpu(evaluator, monkeypatch, tmp_path_factory):
     """A genuine C++ load_inline solution: built by the judge's build process (fast path: the precompiled stock
-    header, which its own `#include <torch/extension.h>` must not break), correct on the CPU backend, and loaded
+    header, which its own `#include <torch/extension.h>` must not break; the same flags as
+    test_pch_is_used_by_torchs_own_main_cpp_flags, so one PCH serves both), correct on the CPU backend, and loaded
     from the cache on resubmission."""
+    # the judge reads the cache's place at each build: test_fast_build.py's, so that one PCH serves both files
+    monkeypatch.setenv("KERNEL_GYM_CACHE", str(tmp_path_factory.getbasetemp() / "fast_build_cache"))
     tag = f"// {os.getpid()}-{os.urandom(4).hex()}"  # a source no earlier run has built
     code = CPP_RELU.replace("torch::Tensor relu_forward(torch::Tensor x) {", f"{tag}\ntorch::Tensor relu_forward("
                                                                              "torch::Tensor x) {")
@@ -115,7 +118,8 @@ def test_a_cpp_extension_is_built_by_the_judge_and_runs_on_cpu(evaluator, monkey
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_a_refused_flag_reads_as_a_compile_error(evaluator):
-    code = CPP_RELU.replace('extra_cflags=["-O2"]', 'extra_cflags=["-O2", "-fplugin=/tmp/evil.so"]')
+    code = CPP_RELU.replace('functions=["relu_forward"])', 'functions=["relu_forward"], extra_cflags=["-fplugin=/tmp/evil.so"])')
+    assert code != CPP_RELU
     result = evaluator.evaluate(_job(code, checks="none"))
     assert result.outcome == Outcome.COMPILE_ERROR and "-fplugin" in result.message and "not allowed" in result.message
 

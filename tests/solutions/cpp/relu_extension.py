@@ -20,7 +20,7 @@ torch::Tensor relu_forward(torch::Tensor x) {
 }
 """
 
-relu_ext = load_inline(name="relu_cpp", cpp_sources=cpp_source, functions=["relu_forward"], extra_cflags=["-O2"])
+relu_ext = load_inline(name="relu_cpp", cpp_sources=cpp_source, functions=["relu_forward"])
 
 
 class ModelNew(nn.Module):
