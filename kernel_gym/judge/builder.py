@@ -39,8 +39,12 @@ def build(name: str, params: dict[str, Any], staging: Path) -> str:
     from kernel_gym.eval import fast_build
 
     params = {**params, "verbose": False}
-    if fast_build.enabled():
-        fast, changes = fast_build.fast_params(params)
+    try:  # the header caches may be out of reach (a build process that dropped its uid cannot write them)
+        fast, changes = fast_build.fast_params(params) if fast_build.enabled() else (None, {})
+    except OSError as e:
+        log.info("no fast build (%s): building the stock way", e)
+        fast, changes = None, {}
+    if fast is not None:
         try:
             _load_inline(f"{name}f", fast, staging)
             return f"{name}f"

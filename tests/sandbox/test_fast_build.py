@@ -261,3 +261,17 @@ def test_tensor_operators_in_the_wrapper_build_through_the_types_retry(tmp_path,
                                         "extra_cuda_cflags": ["-O3"]}, tmp_path)
     assert module == "relu_opst" and (tmp_path / module / f"{module}.so").exists()
     assert [u[-1] for u in built] == ["f", "t"]  # light failed, types built; no stock build
+
+
+def test_header_caches_out_of_reach_mean_the_stock_build(monkeypatch, tmp_path):
+    """A build process that cannot write the header caches (it dropped its uid where Landlock is missing) builds
+    the stock way instead of failing a genuine solution."""
+    from kernel_gym.judge import builder
+
+    def no_cache(params, cuda_header=None):
+        raise PermissionError(13, "Permission denied", "/root/.cache/kernel_gym/pch")
+
+    calls = []
+    monkeypatch.setattr(fast_build, "fast_params", no_cache)
+    monkeypatch.setattr(builder, "_load_inline", lambda unique, params, staging: calls.append(unique))
+    assert builder.build("relu", {"cuda_sources": RELU_CU}, tmp_path) == "relu" and calls == ["relu"]
