@@ -50,6 +50,7 @@ from typing import Any
 
 from kernel_gym.c_params import CParam as Param
 from kernel_gym.c_params import parse_params
+from kernel_gym.paths import cache_dir
 
 __all__ = ["compile", "RawModule", "RawKernel", "CompileError", "NoCudaDevice", "kernel_signatures"]
 
@@ -192,7 +193,7 @@ CACHE_ROOT: Path | None = None
 
 
 def _cache_root() -> Path:
-    root = CACHE_ROOT or Path(os.environ.get("KERNEL_GYM_CACHE", Path.home() / ".cache" / "kernel_gym")) / "cuda_raw"
+    root = CACHE_ROOT or cache_dir("cuda_raw")
     root.mkdir(parents=True, exist_ok=True)
     return root
 

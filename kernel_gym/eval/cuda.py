@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from kernel_gym.eval.launches import counted_extension
+from kernel_gym.paths import cache_dir
 
 log = logging.getLogger(__name__)
 _REAL_LOAD_INLINE = None
@@ -108,7 +109,7 @@ def install(device: str) -> None:
 
 def _cache_dir() -> Path:
     """The nvcc check's results: written by the judge only (judge/compile_check.py), never by a runner."""
-    root = Path(os.environ.get("KERNEL_GYM_CACHE", Path.home() / ".cache" / "kernel_gym")) / "nvcc_checks"
+    root = cache_dir("nvcc_checks")
     root.mkdir(parents=True, exist_ok=True)
     return root
 

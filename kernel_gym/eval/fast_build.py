@@ -36,6 +36,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kernel_gym.paths import cache_dir
+
 LITE_PREFIX = "kernel_gym_torch_lite"
 BIND_HEADER = "kernel_gym_bind_lite.h"
 _BIND_TEXT = """#pragma once
@@ -102,7 +104,7 @@ def enabled() -> bool:
 
 
 def _root() -> Path:
-    return Path(os.environ.get("KERNEL_GYM_CACHE", Path.home() / ".cache" / "kernel_gym"))
+    return cache_dir()
 
 
 def _text(src: Any) -> str:

@@ -24,6 +24,8 @@ from typing import Any
 
 import torch
 
+from kernel_gym.paths import cache_dir
+
 _perf_counter = time.perf_counter  # bound at import, before any candidate code runs
 # The event and stream methods the timer calls, bound at import too: a solution that replaces them on the class or
 # on the instances (a patched `Event.__new__`) does not reach the harness's readings.
@@ -245,7 +247,7 @@ def _lock_paths(device: torch.device) -> tuple[Path, Path] | None:
         return None
     index = device.index if device.index is not None else torch.cuda.current_device()
     uuid = str(getattr(torch.cuda.get_device_properties(index), "uuid", index))
-    root = Path(os.environ.get("KERNEL_GYM_CACHE", Path.home() / ".cache" / "kernel_gym")) / "locks"
+    root = cache_dir("locks")
     root.mkdir(parents=True, exist_ok=True)
     return root / f"gpu-{uuid}.lock", root / f"gpu-{uuid}.gate"
 

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from kernel_gym.eval.errors import trim
+from kernel_gym.paths import cache_dir
 
 # load_inline's keyword arguments a build request may carry, and the type each must have.
 _SOURCES = ("cpp_sources", "cuda_sources")
@@ -118,7 +119,7 @@ def toolchain(device: str) -> dict[str, str]:
 
 
 def cache_root() -> Path:
-    return Path(os.environ.get("KERNEL_GYM_CACHE", Path.home() / ".cache" / "kernel_gym")) / "extensions"
+    return cache_dir("extensions")
 
 
 def build_name(name: str, params: dict[str, Any], chain: dict[str, str]) -> str:

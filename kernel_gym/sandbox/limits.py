@@ -21,6 +21,8 @@ import shutil
 import signal
 from pathlib import Path
 
+from kernel_gym.paths import cache_dir
+
 PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 CLONE_NEWNET = 0x40000000
@@ -149,7 +151,7 @@ def confine(root: Path, device: str, role: str) -> list[str]:
     it. Returns the names of the pieces in force."""
     from kernel_gym.sandbox import confine as confinement
 
-    cache = Path(os.environ.get("KERNEL_GYM_CACHE", Path.home() / ".cache" / "kernel_gym"))
+    cache = cache_dir()
     writable = [cache / d for d in CACHE_DIRS.get(role, ())]
     for path in writable:
         path.mkdir(parents=True, exist_ok=True)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import types
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any
 
 import torch
 
+from kernel_gym.paths import cache_dir
 from kernel_gym.signals import hardware
 from kernel_gym.signals.launch_config import launch_configs
 from kernel_gym.signals.occupancy import occupancy
@@ -78,7 +78,7 @@ def _with_launch_config(found: list[KernelResources], cuda_source: str) -> list[
 
 
 def _cache_file(cuda_source: str, arch: str) -> Path:
-    root = Path(os.environ.get("KERNEL_GYM_CACHE", Path.home() / ".cache" / "kernel_gym")) / "signals"
+    root = cache_dir("signals")
     root.mkdir(parents=True, exist_ok=True)
     return root / (hashlib.sha256(f"{arch}\0{cuda_source}".encode()).hexdigest() + ".json")
 

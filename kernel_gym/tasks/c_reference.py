@@ -33,6 +33,7 @@ from typing import Any
 import torch
 
 from kernel_gym.errors import TaskFormatError
+from kernel_gym.paths import cache_dir
 
 CFLAGS = ("-O2", "-std=c11", "-fno-fast-math", "-ffp-contract=off", "-shared", "-fPIC")
 LIBS = ("-lm",)
@@ -53,7 +54,7 @@ MAX_C_TIMES = 64  # recorded C call times kept per model
 
 
 def cache_root() -> Path:
-    return Path(os.environ.get("KERNEL_GYM_CACHE", Path.home() / ".cache" / "kernel_gym")) / "c_reference"
+    return cache_dir("c_reference")
 
 
 def find_cc() -> str | None:

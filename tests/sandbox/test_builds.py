@@ -17,6 +17,7 @@ import pytest
 
 from kernel_gym.eval.result import Outcome
 from kernel_gym.judge import builds
+from kernel_gym.paths import cache_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 CPP_RELU = (ROOT / "tests" / "solutions" / "cpp" / "relu_extension.py").read_text()
@@ -155,8 +156,7 @@ def test_a_runner_cannot_plant_files_in_the_build_caches(pool, runner_scratch, s
     result = pool.evaluate(job_for(load_task("level1/relu"), code, backend="triton",
                                    config=EvalConfig(device="cpu", checks="none")))
     assert result.outcome == Outcome.CORRECT, result.message  # the attempt itself is no verdict: it simply fails
-    cache = Path(os.environ.get("KERNEL_GYM_CACHE", Path.home() / ".cache" / "kernel_gym"))
-    planted = [p for p in cache.glob(f"*/planted_{tag}")]
+    planted = list(cache_dir().glob(f"*/planted_{tag}"))
     assert not planted, f"a runner wrote into the build caches: {planted} ({report.read_text()})"
     assert "written" not in report.read_text()
 
