@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kernel_gym.eval import fast_build
 from kernel_gym.eval.errors import trim
 from kernel_gym.paths import cache_dir
 
@@ -123,14 +124,8 @@ def cache_root() -> Path:
 
 
 def build_name(name: str, params: dict[str, Any], chain: dict[str, str]) -> str:
-    digest = hashlib.sha256(json.dumps([name, params, chain, _fast_build_on()], sort_keys=True).encode())
+    digest = hashlib.sha256(json.dumps([name, params, chain, fast_build.enabled()], sort_keys=True).encode())
     return f"{name}_{digest.hexdigest()[:20]}"
-
-
-def _fast_build_on() -> bool:
-    from kernel_gym.eval import fast_build
-
-    return fast_build.enabled()
 
 
 def _lock(path: Path, deadline: float):

@@ -42,6 +42,9 @@ def sweep_stale_roots(tmp: Path | None = None) -> int:
 
 
 MAX_JOBS_PER_RUNNER = 32
+# Keep a started candidate runner in reserve once one has been replaced (KERNEL_GYM_SPARE_RUNNERS=0: none; costs one
+# more process per slot, on cuda one more CUDA context).
+SPARE_RUNNERS = os.environ.get("KERNEL_GYM_SPARE_RUNNERS", "1") != "0"
 JUDGE_OOM_RETRIES, JUDGE_OOM_BACKOFF_S = 3, 1.0
 
 
@@ -57,9 +60,6 @@ def _release_judge_memory(device: str) -> None:
         import torch
 
         torch.cuda.empty_cache()  # what the failed job's buffers held goes back to the driver for the others
-# Keep a started candidate runner in reserve once one has been replaced (KERNEL_GYM_SPARE_RUNNERS=0: none; costs one
-# more process per slot, on cuda one more CUDA context).
-SPARE_RUNNERS = os.environ.get("KERNEL_GYM_SPARE_RUNNERS", "1") != "0"
 
 
 def native_threads(pid: int) -> int:
@@ -175,9 +175,8 @@ class WorkerPool:
         flight is confirmed by running the job once more (it stands if the solution runs out of memory again)."""
         judge_retries = oom_reruns = 0
         while True:
-            shared: list[bool] = []
             try:
-                result = self._evaluate_once(job, shared)
+                result, shared = self._evaluate_once(job)
             except Exception as e:
                 if judge_retries == JUDGE_OOM_RETRIES or not judge_out_of_memory(e):
                     raise
@@ -187,7 +186,7 @@ class WorkerPool:
                 _release_judge_memory(self.device)
                 time.sleep(JUDGE_OOM_BACKOFF_S * 2 ** (judge_retries - 1))
                 continue
-            if result.outcome is Outcome.OOM and shared and shared[0] and not oom_reruns:
+            if result.outcome is Outcome.OOM and shared and not oom_reruns:
                 oom_reruns += 1
                 log.info("an oom verdict while other jobs were running: confirming it")
                 time.sleep(JUDGE_OOM_BACKOFF_S)
@@ -195,8 +194,8 @@ class WorkerPool:
             extra = {k: float(v) for k, v in (("judge_oom_retries", judge_retries), ("oom_reruns", oom_reruns)) if v}
             return result.replace(stage_ms={**result.stage_ms, **extra}) if extra else result
 
-    def _evaluate_once(self, job: EvalJob, shared: list[bool]) -> EvalResult:
-        """One run on a free slot; `shared` receives whether another job ran on this pool at any time during it."""
+    def _evaluate_once(self, job: EvalJob) -> tuple[EvalResult, bool]:
+        """One run on a free slot: its result, and whether another job ran on this pool at any time during it."""
         if self._closed:
             raise SandboxError("the worker pool is closed")
         from kernel_gym.judge.run import JudgeRun
@@ -217,7 +216,8 @@ class WorkerPool:
                 replaced = slot.after_job(result)
             if replaced and result.outcome not in (Outcome.CORRECT, Outcome.MISMATCH):
                 result = result.replace(worker_recycled=True)  # this job's doing: say so
-            return result
+            with self._count_lock:
+                return result, concurrent or self._started - started > 1
         except BaseException:
             slot.close()
             if not self._closed:
@@ -228,7 +228,6 @@ class WorkerPool:
         finally:
             with self._count_lock:
                 self._running -= 1
-                shared.append(concurrent or self._started - started > 1)
             if not self._closed:
                 self._idle.put(slot)
 

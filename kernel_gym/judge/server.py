@@ -10,8 +10,8 @@ A client that goes away leaves nothing queued: its waiting jobs are dropped. Wit
 daemon exits (the next client starts another).
 
 Protocol: JSON lines. `{"op": "evaluate", "id": N, "job": JOB}` -> `{"id": N, "result": RESULT}` (answers may come
-out of order); `{"op": "status"}` -> `{"status": {...}}`; `{"op": "warm"}` -> `{"warm": true}` once the runners of its idle slots
-are ready; `{"op": "stop"}` stops the daemon.
+out of order); `{"op": "status"}` -> `{"status": {...}}`; `{"op": "warm"}` -> `{"warm": true}` once the runners of
+its idle slots are ready; `{"op": "stop"}` stops the daemon.
 """
 
 from __future__ import annotations
@@ -253,8 +253,7 @@ class JudgeServer:
 
         with self.lock:
             return {"device": self.device, "gpu": self.gpu, "slots": self.slots, "ready_slots": self.pool.ready_slots(),
-                    "pid": os.getpid(),
-                    "socket": str(self.socket_path), "uptime_s": round(time.time() - self.started, 1),
+                    "pid": os.getpid(), "socket": str(self.socket_path), "uptime_s": round(time.time() - self.started, 1),
                     "clients": len(self.clients), "queued": sum(self.queue.depth().values()),
                     "queued_by_client": {str(k): v for k, v in self.queue.depth().items()},
                     "running": self.running, "done": self.done, "dropped": self.dropped,
