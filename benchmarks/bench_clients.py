@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SOL = ROOT / "tests" / "solutions"
 
 CLIENT = r"""
-import json, sys
+import json, sys, time
 sys.path.insert(0, {root!r})
 from kernel_gym.eval.evaluator import LocalEvaluator
 from kernel_gym.eval.job import EvalConfig, job_for
@@ -48,7 +48,10 @@ for name, job in jobs:  # one at a time per client, as an env steps
                       "not_exclusive": r.signals.get("timing_not_exclusive", 0.0), "timing_ms": r.stage_ms.get("timing"),
                       "after_ms": r.stage_ms.get("after_timing_check"), "rounds": r.timing.trials if r.timing else None,
                       "gate_ms": r.timing.gate_ms if r.timing else None, "fixed_ms": r.signals.get("clock_fixed_ms"),
-                      "cv": r.timing.runtime_cv if r.timing else None}}), flush=True)
+                      "cv": r.timing.runtime_cv if r.timing else None,
+                      "runtime_ms": r.timing.runtime_ms if r.timing else None,
+                      "baseline_ms": r.timing.baseline_ms if r.timing else None,
+                      "baseline_cv": r.timing.baseline_cv if r.timing else None, "t_done": time.time()}}), flush=True)
 ev.close()
 """
 
@@ -60,6 +63,7 @@ def run_clients(n: int, names: list[str], repeats: int, device: str, config: dic
     folder = Path(tempfile.mkdtemp(prefix=f"clients_{n}_"))
     t0 = time.perf_counter()
     procs = []
+    smi = watch_gpu(folder / "gpu.csv") if device == "cuda" else None
     try:
         for i in range(n):
             with open(folder / f"client_{i}.jsonl", "w") as out:
@@ -72,13 +76,58 @@ def run_clients(n: int, names: list[str], repeats: int, device: str, config: dic
     else:
         interrupted = False
     finally:
-        for p in procs:
+        for p in procs + ([smi] if smi else []):
             if p.poll() is None:
                 p.kill()
         wall = time.perf_counter() - t0
     rows = [json.loads(line) for f in sorted(folder.glob("client_*.jsonl")) for line in f.read_text().splitlines()
             if line.startswith("{")]
-    return {**summarize(n, rows, wall), "interrupted": interrupted}
+    gpu = gpu_samples(folder / "gpu.csv")
+    for row in rows:  # the GPU's clocks over the evaluation's timing stage (its end is when the client got it)
+        end = row.get("t_done") or 0.0
+        start = end - ((row.get("timing_ms") or 0.0) + 50.0) / 1e3
+        during = [g for g in gpu if start <= g["t"] <= end]
+        if during:
+            row["sm_mhz"] = [min(g["sm"] for g in during), max(g["sm"] for g in during)]
+            row["mem_mhz"] = [min(g["mem"] for g in during), max(g["mem"] for g in during)]
+            row["temp_c"] = max(g["temp"] for g in during)
+            row["throttle"] = sorted({g["throttle"] for g in during})
+    out = {**summarize(n, rows, wall), "interrupted": interrupted}
+    if gpu:
+        out["gpu"] = {"samples": len(gpu), "sm_mhz": [min(g["sm"] for g in gpu), max(g["sm"] for g in gpu)],
+                      "mem_mhz": [min(g["mem"] for g in gpu), max(g["mem"] for g in gpu)],
+                      "temp_c": [min(g["temp"] for g in gpu), max(g["temp"] for g in gpu)],
+                      "power_w": [min(g["power"] for g in gpu), max(g["power"] for g in gpu)],
+                      "throttle": sorted({g["throttle"] for g in gpu})}
+    return out
+
+
+GPU_FIELDS = "timestamp,clocks.sm,clocks.mem,temperature.gpu,power.draw,clocks_throttle_reasons.active"
+
+
+def watch_gpu(path: Path) -> subprocess.Popen | None:
+    """nvidia-smi samples the GPU's clocks, temperature, power and throttle reasons every 50 ms into `path` (a
+    diagnostic beside the judge's readings: is a stray evaluation one the GPU ran at other clocks?)."""
+    try:
+        return subprocess.Popen(["nvidia-smi", f"--query-gpu={GPU_FIELDS}", "--format=csv,noheader,nounits",
+                                 "-lms", "50", "-i", "0"], stdout=open(path, "w"), stderr=subprocess.DEVNULL)
+    except OSError:
+        return None
+
+
+def gpu_samples(path: Path) -> list[dict]:
+    from datetime import datetime
+
+    rows = []
+    for line in path.read_text().splitlines() if path.exists() else []:
+        parts = [p.strip() for p in line.split(",")]
+        try:
+            t = datetime.strptime(parts[0], "%Y/%m/%d %H:%M:%S.%f").timestamp()
+            rows.append({"t": t, "sm": float(parts[1]), "mem": float(parts[2]), "temp": float(parts[3]),
+                         "power": float(parts[4]), "throttle": parts[5]})
+        except (ValueError, IndexError):
+            continue
+    return rows
 
 
 def summarize(n: int, rows: list[dict], wall: float) -> dict:
@@ -156,8 +205,22 @@ def report(results: list[dict]) -> None:
         print(f"\n{r['clients']} client(s): median rounds {r['rounds_median']}, gate {r['gate_ms_median']:.2f} ms, "
               f"after-timing check {r['after_timing_check_ms_median']:.0f} ms (inside the timing stage)")
     for r in results:
+        if r.get("gpu"):
+            print(f"\n{r['clients']} client(s), the GPU over the run: {r['gpu']}")
+        for row in strays(r):
+            print(f"  stray: {row['kernel']} speedup {row['speedup']:.4f} (median {r['median_speedup'][row['kernel']]}) "
+                  f"runtime {row.get('runtime_ms')} ms baseline {row.get('baseline_ms')} ms rounds {row['rounds']} "
+                  f"cv {row['cv']:.4f} sm {row.get('sm_mhz')} mem {row.get('mem_mhz')} throttle {row.get('throttle')}")
+    for r in results:
         print(f"\nper-kernel speedup CV, {r['clients']} client(s):",
               ", ".join(f"{k} {100 * v:.2f} %" for k, v in sorted(r["speedup_cv"].items())))
+
+
+def strays(result: dict, off: float = 0.03) -> list[dict]:
+    """Evaluations whose speedup is more than `off` from their kernel's median."""
+    med = result["median_speedup"]
+    return [row for row in result["rows"] if row.get("speedup") and row["kernel"] in med
+            and abs(row["speedup"] / med[row["kernel"]] - 1) > off]
 
 
 if __name__ == "__main__":
