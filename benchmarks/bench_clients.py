@@ -168,7 +168,7 @@ def main() -> None:
     os.environ.setdefault("KERNEL_GYM_JUDGE_DIR", tempfile.mkdtemp(prefix="bench_judges_"))
     config = {} if args.timing_trials is None else {"timing_trials": args.timing_trials, "timing_max_trials": 300}
     results = []
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(124))  # `timeout`: keep what was measured, stop the judge
+    signal.signal(signal.SIGTERM, stopped)  # `timeout`: keep what was measured, stop the judge
     try:
         for n in args.clients:  # written after each N: a run cut short keeps what it measured
             results.append(run_clients(n, names, args.repeats, args.device, config))
@@ -184,6 +184,13 @@ def main() -> None:
         for path in Path(os.environ["KERNEL_GYM_JUDGE_DIR"]).glob("*.sock"):
             print(f"stopping the judge at {path.name}: {stop_judge(path)}", flush=True)  # and its runners' GPU memory
     report(results)
+
+
+def stopped(*_: object) -> None:
+    """The first SIGTERM ends the run; later ones are ignored (`timeout` signals its child and then its whole process
+    group, so this process gets two, and a second exit while the first is handled would lose the report)."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    sys.exit(124)
 
 
 def report(results: list[dict]) -> None:
