@@ -71,6 +71,8 @@ for arg in "$@"; do
       timeout "$T" python3 benchmarks/bench_judge.py hang --repeats ${REPEATS:-3} --out "$OUT" ;;
     judge-noop)
       timeout "$T" python3 benchmarks/bench_judge.py noop --n 300 --out "$OUT" ;;
+    probe-streams)  # what the profiler reports for the gate's marker kernels and a CuPy side stream
+      timeout "$T" python3 benchmarks/probe_streams.py ;;
     probe-clock)  # where a cross-process GPU clock loses time: plain workloads, no kernel-gym code in the loop
       timeout "$T" python3 benchmarks/probe_clock.py --n ${PROBE_N:-60} --out "$OUT/probe" ;;
     probe-mps)  # the same under MPS (one shared GPU context for every process), when this machine can start it

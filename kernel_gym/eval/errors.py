@@ -91,6 +91,13 @@ def trim(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
     return text[:half] + f"\n... [{len(text) - limit} characters cut] ...\n" + text[-half:]
 
 
+# How running out of GPU memory reads: torch's allocator, a CUDA context that cannot be made, a library's workspace
+# (cuBLAS, cuDNN). Host memory adds its own.
+GPU_MEMORY_MARKERS = ("out of memory", "cublas_status_alloc_failed", "cudnn_status_alloc_failed",
+                      "cudaerrormemoryallocation")
+HOST_MEMORY_MARKERS = ("can't allocate memory", "cannot allocate memory")
+
+
 def classify(exc: BaseException, stage: str) -> tuple[Outcome, bool]:
     """(outcome, worker_poisoned) for candidate code that raised `exc` in `stage` ("compile", "first_call",
     "correctness", "timing"), as docs/evaluation.md's Outcomes table says: OOM first, then a CUDA fault (`crash`, and
@@ -102,7 +109,7 @@ def classify(exc: BaseException, stage: str) -> tuple[Outcome, bool]:
     text = f"{name}: {exc}"
     lowered = text.lower()
     if isinstance(exc, (torch.OutOfMemoryError, MemoryError)) or any(
-            m in lowered for m in ("out of memory", "can't allocate memory", "cannot allocate memory")):
+            m in lowered for m in GPU_MEMORY_MARKERS + HOST_MEMORY_MARKERS):
         return Outcome.OOM, False
     if any(m in text for m in _POISON_MARKERS):
         return Outcome.CRASH, True

@@ -44,7 +44,7 @@ class Timing:
     runtime_cv: float
     baseline_cv: float
     trials: int
-    method: str  # "cuda_events+gate+device_sync", "cuda_events+device_sync" or "wall_clock"
+    method: str  # the judge's clock: "judge_cuda_events+gate", "judge_cuda_events+device_sync", "judge_wall_clock"
     speedup_rel_se: float = 0.0  # estimated relative standard error of the speedup (from both medians' MADs)
     gate_ms: float = 0.0  # median launch gate before each timed call (cuda; 0: none)
 

@@ -46,6 +46,7 @@ class Sample:
     host_ms: float  # host clock over the same interval (less the gate's nominal length when gated)
     gate_ms: float = 0.0  # the launch gate queued before the start event (0: none)
     lead_ms: float = 0.0  # host time from queuing the gate to the call's return (what the gate must cover)
+    missed: bool = False  # the gate ran out before the host had queued everything: host time may be in `ms`
 
 
 class WallTimer:

@@ -58,6 +58,8 @@ def measure(jr: JudgeRun, gate: bool) -> Timing:
     rt, bt = [s.ms for s in cand_samples], [s.ms for s in ref_samples]
     c_ms = jr.ref.runner.request("c_ms", deadline=jr.deadline(), stage="timing", model="main").get("c_ms") or []
     jr.signals.update(c_reference_signals(type("C", (), {"c_ms": c_ms})(), median(rt)))
+    if jr.clock.misses:  # readings retaken because the gate ran out before the host had queued the call
+        jr.signals["gate_retakes"] = jr.signals.get("gate_retakes", 0.0) + float(jr.clock.misses)
     if jr.clock.fixed:  # the measured fixed part taken off every reading (both sides), reported
         jr.signals["clock_fixed_ms"] = round(jr.clock.fixed, 5)
     if os.environ.get("KERNEL_GYM_RUNNER_PROBE") and jr.device.type == "cuda":

@@ -49,10 +49,29 @@ JUDGE_OOM_RETRIES, JUDGE_OOM_BACKOFF_S = 3, 1.0
 
 
 def judge_out_of_memory(exc: BaseException) -> bool:
-    """An exception that escaped a JudgeRun (so the judge's own, not a runner's) saying GPU memory ran out."""
+    """An exception that escaped a JudgeRun (the judge's own, a runner that could not start, the task's reference)
+    saying GPU memory ran out: memory other jobs hold, run again."""
     import torch
 
-    return isinstance(exc, torch.OutOfMemoryError) or "out of memory" in str(exc).lower()
+    from kernel_gym.eval.errors import GPU_MEMORY_MARKERS
+
+    text = str(exc).lower()
+    return isinstance(exc, torch.OutOfMemoryError) or any(m in text for m in GPU_MEMORY_MARKERS)
+
+
+TIGHT_MEMORY = 0.15  # after a job, the judge gives its cached GPU memory back when less than this share is free
+
+
+def tidy_judge_memory(device: str) -> None:
+    """After a job: when the GPU is nearly full, the judge's cached blocks go back to the driver (the next job's
+    runners may need them); otherwise they stay for the next job's buffers."""
+    if device != "cuda":
+        return
+    import torch
+
+    free, total = torch.cuda.mem_get_info()
+    if free < TIGHT_MEMORY * total:
+        _release_judge_memory(device)
 
 
 def _release_judge_memory(device: str) -> None:
@@ -229,6 +248,7 @@ class WorkerPool:
             with self._count_lock:
                 self._running -= 1
             if not self._closed:
+                tidy_judge_memory(self.device)
                 self._idle.put(slot)
 
     def __deepcopy__(self, memo: dict) -> WorkerPool:

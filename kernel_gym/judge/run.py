@@ -242,21 +242,29 @@ class JudgeRun:
         arena_in, spec, stage = self.place_inputs(side, values, slot, staged=timed)
         specs, _ = self.out_specs.get(model, ([], []))
         arena_out = self.slot(side, "out_" + model, specs) if model in self.out_specs else None
-        if arena_out is not None:
-            for t in arena_out.tensors:
-                fill_unwritten(t)
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
         fields = dict(model=model, inputs=spec, slot_in=slot, slot_out=("out_" + model) if arena_out else None,
                       stage=self.stage, **flags)
-        if timed:  # the runner's garbage collection and NaN poisoning come before the clock starts
+
+        def ready() -> None:  # unwritten outputs read as the fill, on the first take and on a retake alike
+            if arena_out is not None:
+                for t in arena_out.tensors:
+                    fill_unwritten(t)
+            if self.device.type == "cuda":
+                torch.cuda.synchronize(self.device)
+
+        def take() -> tuple[Any, dict]:
+            ready()  # the runner's garbage collection and NaN poisoning come before the clock starts
             side.runner.request("collect", deadline=self.deadline(), stage=self.stage,
                                 poison=self.poison_bytes if side is self.cand else 0)
-        elif side is self.cand:
-            fields["poison"] = self.poison_bytes
+            return self.clock.time(side.runner, fields, self.deadline(), stage=stage)
+
+        if not timed:
+            ready()
+            if side is self.cand:
+                fields["poison"] = self.poison_bytes
         t0 = time.perf_counter()
         if timed:
-            sample, evidence = self.clock.time(side.runner, fields, self.deadline(), stage=stage)
+            sample, evidence = self.clock.timed(take)
         else:
             sample, evidence = None, side.runner.request("call", deadline=self.deadline(), **fields)
         if side is self.ref and not timed:

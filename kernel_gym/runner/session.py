@@ -92,6 +92,11 @@ class Session:
         self.slots.clear()  # (the judge's interprocess events stay: they serve every job of this runner)
         launches.STATE.reset()
         self.compiled = False
+        self.scratch.clear()
+        if self.device.type == "cuda":  # an idle runner keeps its CUDA context only: what the job's tensors held
+            gc.collect()  # goes back to the driver, for the jobs of every other runner on this GPU
+            torch.cuda.empty_cache()
+            torch.cuda.ipc_collect()
         leftover = [t for t in threading.enumerate() if t not in self.first_threads and t.is_alive()]
         if self.workdir is not None:
             shutil.rmtree(self.workdir, ignore_errors=True)

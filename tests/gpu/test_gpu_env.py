@@ -26,7 +26,7 @@ def env():
 def test_triton_solution_correct_and_timed(env):
     _, reward, _, _, info = env.step(respond(SOLUTIONS / "level1_relu.py"))
     assert info["correct"], info["feedback"]
-    assert info["timing"]["method"] == "cuda_events+gate+device_sync"
+    assert info["timing"]["method"] == "judge_cuda_events+gate"
     assert info["runtime_ms"] > 0.05 and info["baseline_ms"] > 0.05
     assert reward == pytest.approx(0.3 + info["speedup"])
 

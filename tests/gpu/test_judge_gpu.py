@@ -132,3 +132,39 @@ def test_fixed_cross_process_cost_is_small():
         assert 0 <= cost["median_ms"] < 0.5, cost
     finally:
         runner.stop()
+
+
+def test_a_host_stall_is_never_part_of_a_reading():
+    """A host stall longer than the launch gate while a call is queued (a loaded machine, the judge's other threads,
+    a slow runner) would be read as GPU time, on either side or in the calibration that is subtracted from both. The
+    judge keeps a reading only if the GPU was still in the gate when the reply came; a stalled call is taken again."""
+    import itertools
+
+    import torch
+
+    from kernel_gym.judge.clock import CudaClock, fixed_cost, noop_readings
+    from kernel_gym.judge.runners import RunnerProcess
+
+    runner = RunnerProcess("cuda")
+    try:
+        runner.wait_ready()
+        runner.request("begin", deadline=time.monotonic() + 60, stage="compile")
+        clock = CudaClock(torch.device("cuda"), gate=True)
+        clock.bind(runner, time.monotonic() + 60)
+        fixed_cost(clock, runner, n=20)
+        calm = fixed_cost(clock, runner, n=40)["median_ms"]
+        real, count = runner.request, itertools.count()
+
+        def stalled(op, **fields):
+            if op == "noop" and next(count) % 3 == 0:
+                time.sleep(0.02)  # 20 ms: longer than the longest gate (5 ms)
+            return real(op, **fields)
+
+        runner.request = stalled
+        clock.misses = 0
+        readings = noop_readings(clock, runner, 30, time.monotonic() + 60)
+        print("calm median", calm, "stalled run", sorted(readings)[-3:], "retakes", clock.misses)
+        assert clock.misses >= 5, clock.misses
+        assert max(readings) < calm + 1.0, (calm, readings)
+    finally:
+        runner.stop()

@@ -76,3 +76,31 @@ def test_seed_streams_are_apart_and_salted():
     seeds = [seed_for(0, 12345, s, i) for s in STREAMS for i in range(used.get(s, 1))]
     assert len(set(seeds)) == len(seeds)  # no two calls of a job share inputs
     assert seed_for(0, 0, "trial", 0) != seed_for(0, 1, "trial", 0)
+
+
+def test_a_reading_whose_gate_ran_out_is_taken_again():
+    """The judge's CUDA clock keeps a reading only if the GPU was still in the launch gate when the reply came (no
+    host time in it); otherwise the call is taken again, at most GATE_RETAKES more times, and the misses counted."""
+    from types import SimpleNamespace
+
+    from kernel_gym.eval.timing import Sample
+    from kernel_gym.judge.clock import GATE_RETAKES, CudaClock
+
+    def takes(missed: list[bool]):
+        it = iter(missed)
+        calls = []
+
+        def take():
+            calls.append(1)
+            return Sample(1.0 + len(calls), 0.0, 1.0, 0.5, next(it)), {"n": len(calls)}
+        return take, calls
+
+    clock = SimpleNamespace(misses=0)
+    take, calls = takes([True, True, False, True])
+    sample, reply = CudaClock.timed(clock, take)
+    assert (len(calls), clock.misses, reply["n"], sample.missed) == (3, 2, 3, False)
+
+    clock = SimpleNamespace(misses=0)
+    take, calls = takes([True] * (GATE_RETAKES + 5))
+    sample, _ = CudaClock.timed(clock, take)  # a host that never keeps up: bounded, the last reading stands
+    assert len(calls) == GATE_RETAKES + 1 and clock.misses == GATE_RETAKES + 1 and sample.missed
