@@ -25,7 +25,7 @@ def main() -> None:
         print(f"\nnon_blocking={non_blocking}: gated streams {[s.cuda_stream for s in gated]}, external {ext.cuda_stream},"
               f" tracked {ext.cuda_stream in timing._MADE}")  # noqa: SLF001
 
-        def fn() -> None:
+        def fn(ext: torch.cuda.ExternalStream = ext) -> None:
             with torch.cuda.stream(ext):
                 torch.relu(x)
             torch.cuda.synchronize()

@@ -125,7 +125,7 @@ class CudaClock:
     def timed(self, take: Callable[[], tuple[Sample, dict]]) -> tuple[Sample, dict]:
         """`take()` (one timed call, from staging on) until its reading is valid, at most GATE_RETAKES more times
         (the gate grows with each miss); counts the misses. The last reading stands: a miss only adds time."""
-        for attempt in range(GATE_RETAKES + 1):
+        for _ in range(GATE_RETAKES + 1):
             sample, reply = take()
             if not sample.missed:
                 break
