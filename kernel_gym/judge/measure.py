@@ -50,8 +50,8 @@ def measure(jr: JudgeRun, gate: bool) -> Timing:
     ref_model = jr.timed_model
     for w in range(jr.cfg.warmup):  # through the clock (readings dropped): the gate learns its length
         values = jr.inputs(jr.seed("warmup", w))
-        jr.call(jr.cand, "main", values, timed=True)
-        jr.call(jr.ref, ref_model, values, timed=True)
+        jr.call(jr.cand, "main", values, timed=True, retake=False)
+        jr.call(jr.ref, ref_model, values, timed=True, retake=False)
     busy(jr, ref_model)
     cand_samples, ref_samples = rounds(jr, ref_model)
     jr.check_harness(jr.cand.runner.request("harness", deadline=jr.deadline(), stage="timing"))
@@ -131,8 +131,8 @@ def after_timing_check(jr: JudgeRun) -> bool:
     t0 = time.perf_counter()
     jr.clock.flush()
     gated = bool(getattr(jr.clock, "gated", False))
-    call = jr.call(jr.cand, "main", jr.inputs(jr.seed("after_timing")), timed=True, audit=True, profile=gated,
-                   own_names=sorted(jr.own_names))
+    call = jr.call(jr.cand, "main", jr.inputs(jr.seed("after_timing")), timed=True, retake=False, audit=True,
+                   profile=gated, own_names=sorted(jr.own_names))
     jr.stage_ms["after_timing_check"] = round((time.perf_counter() - t0) * 1e3, 3)
     forbid_ops(jr, call.evidence.get("ops") or {}, after_timing=True)
     ungated = (call.evidence.get("profile") or {}).get("ungated") or []

@@ -235,7 +235,7 @@ class JudgeRun:
 
     # ---- one call ------------------------------------------------------------------------------------------------
     def call(self, side: Side, model: str, values: list[Any], *, timed: bool = False, slot: str = "in",
-             **flags: Any) -> Call:
+             retake: bool = True, **flags: Any) -> Call:
         """Call `model` on `side` with these inputs; returns the snapshotted outputs and the evidence. Candidate
         evidence is checked here (threads, harness, lazy outputs, input mutation); outputs are compared by the
         caller."""
@@ -264,7 +264,7 @@ class JudgeRun:
                 fields["poison"] = self.poison_bytes
         t0 = time.perf_counter()
         if timed:
-            sample, evidence = self.clock.timed(take)
+            sample, evidence = self.clock.timed(take) if retake else take()  # (a reading that is not kept: once)
         else:
             sample, evidence = None, side.runner.request("call", deadline=self.deadline(), **fields)
         if side is self.ref and not timed:
