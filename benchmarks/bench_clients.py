@@ -48,6 +48,7 @@ for name, job in jobs:  # one at a time per client, as an env steps
                       "not_exclusive": r.signals.get("timing_not_exclusive", 0.0), "timing_ms": r.stage_ms.get("timing"),
                       "after_ms": r.stage_ms.get("after_timing_check"), "rounds": r.timing.trials if r.timing else None,
                       "gate_ms": r.timing.gate_ms if r.timing else None, "fixed_ms": r.signals.get("clock_fixed_ms"),
+                      "retakes": r.signals.get("gate_retakes", 0.0),
                       "cv": r.timing.runtime_cv if r.timing else None,
                       "runtime_ms": r.timing.runtime_ms if r.timing else None,
                       "baseline_ms": r.timing.baseline_ms if r.timing else None,
@@ -151,7 +152,9 @@ def summarize(n: int, rows: list[dict], wall: float) -> dict:
             "gpu_wait_ms": {"median": statistics.median(gpu), "max": max(gpu)},
             "timing_stage_ms_median": median("timing_ms"), "after_timing_check_ms_median": median("after_ms"),
             "rounds_median": median("rounds"), "gate_ms_median": median("gate_ms"),
-            "not_exclusive": sum(1 for r in rows if r["not_exclusive"]), "rows": rows}
+            "not_exclusive": sum(1 for r in rows if r["not_exclusive"]),
+            "gate_retakes": {"evaluations_with": sum(1 for r in rows if r.get("retakes")),
+                             "total": sum(r.get("retakes") or 0.0 for r in rows)}, "rows": rows}
 
 
 def main() -> None:
@@ -210,7 +213,8 @@ def report(results: list[dict]) -> None:
               f"| {r['not_exclusive']} |")
     for r in results:
         print(f"\n{r['clients']} client(s): median rounds {r['rounds_median']}, gate {r['gate_ms_median']:.2f} ms, "
-              f"after-timing check {r['after_timing_check_ms_median']:.0f} ms (inside the timing stage)")
+              f"after-timing check {r['after_timing_check_ms_median']:.0f} ms (inside the timing stage), "
+              f"gate retakes {r.get('gate_retakes')}")
     for r in results:
         if r.get("gpu"):
             print(f"\n{r['clients']} client(s), the GPU over the run: {r['gpu']}")
