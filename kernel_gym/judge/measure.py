@@ -95,12 +95,19 @@ def busy(jr: JudgeRun, model: str) -> None:
 
 
 def rounds(jr: JudgeRun, ref_model: str) -> tuple[list[Any], list[Any]]:
+    """Timed rounds. A round in which a side's reading still held host time after its retakes (`Sample.missed`:
+    a machine too busy for even the longest gate) does not count: it could only make that side slower, and a slower
+    reference is a larger speedup. Such rounds are dropped (`signals["rounds_dropped"]`) unless no round is left."""
     cand_samples: list[Any] = []
     ref_samples: list[Any] = []
+    dropped: list[tuple[Any, Any]] = []
     n_min, n_max = jr.cfg.n_timing, jr.cfg.max_timing
     deadline = time.perf_counter() + jr.cfg.timing_budget_s
     for r in range(n_max):
-        if r >= n_min and (time.perf_counter() >= deadline or settled(jr, cand_samples, ref_samples)):
+        kept = len(cand_samples)
+        if kept >= n_min and (time.perf_counter() >= deadline or settled(jr, cand_samples, ref_samples)):
+            break
+        if r >= n_min and time.perf_counter() >= deadline and kept:  # out of budget with some valid rounds
             break
         values = jr.inputs(jr.seed("timed", r))
         order = (jr.cand, jr.ref) if r % 2 == 0 else (jr.ref, jr.cand)  # neither side always runs first
@@ -109,12 +116,19 @@ def rounds(jr: JudgeRun, ref_model: str) -> tuple[list[Any], list[Any]]:
             jr.clock.flush()
             calls[side.name] = jr.call(side, "main" if side is jr.cand else ref_model, values, timed=True)
         got, expected = calls["candidate"], calls["reference"]
-        cand_samples.append(got.sample)
-        ref_samples.append(expected.sample)
+        if got.sample.missed or expected.sample.missed:
+            dropped.append((got.sample, expected.sample))
+        else:
+            cand_samples.append(got.sample)
+            ref_samples.append(expected.sample)
         mismatch = jr.judge(got, expected, f"timed call {r + 1}: ")
         if mismatch is not None:
             raise Hack("output_caching", f"timed call {r + 1} returned wrong outputs for its fresh inputs "
                        f"({jr.mismatch_text(mismatch)}); every call must compute its own result")
+    if dropped:
+        jr.signals["rounds_dropped"] = float(len(dropped))
+        if not cand_samples:  # nothing valid at all: the readings as they are (host time in them)
+            cand_samples, ref_samples = [c for c, _ in dropped], [e for _, e in dropped]
     return cand_samples, ref_samples
 
 

@@ -104,3 +104,49 @@ def test_a_reading_whose_gate_ran_out_is_taken_again():
     take, calls = takes([True] * (GATE_RETAKES + 5))
     sample, _ = CudaClock.timed(clock, take)  # a host that never keeps up: bounded, the last reading stands
     assert len(calls) == GATE_RETAKES + 1 and clock.misses == GATE_RETAKES + 1 and sample.missed
+
+
+def test_calibration_uses_clean_readings_only():
+    """What is subtracted from both sides is measured on clean readings: one that still held host time after its
+    retakes is replaced by another call; only a machine where fewer than half are clean gets the held ones used."""
+    from kernel_gym.eval.timing import Sample
+    from kernel_gym.judge.clock import noop_readings
+
+    class Clock:
+        def __init__(self, missed):
+            self.missed = iter(missed)
+
+        def time(self, *args, **kwargs):
+            raise AssertionError("called through timed")
+
+        def timed(self, take):
+            missed = next(self.missed)
+            return Sample(5.0 if missed else 1.0, 0.0, 1.0, 0.5, missed), {}
+
+    readings = noop_readings(Clock([False, True, False, True, False, False]), None, 4, 0.0)
+    assert readings == [1.0] * 4
+    readings = noop_readings(Clock([True] * 7 + [False]), None, 4, 0.0)  # 1 clean of 8: the machine is what it is
+    assert sorted(readings) == [1.0] + [5.0] * 7
+
+
+def test_a_round_with_host_time_left_in_it_does_not_count():
+    """A timed round whose reading still held host time after its retakes is dropped (it could only make that side
+    slower, and a slower reference is a larger speedup); rounds go on until enough clean ones are in."""
+    from types import SimpleNamespace
+
+    from kernel_gym.eval.timing import Sample
+    from kernel_gym.judge.measure import rounds
+
+    missed = iter([False, False, True, False] + [False] * 40)  # the reference's reading of round 2 held host time
+
+    def call(side, model, values, timed):
+        m = next(missed)
+        return SimpleNamespace(sample=Sample(9.0 if m else 1.0 + 0.01 * len(values), 0.0, 1.0, 0.5, m))
+
+    jr = SimpleNamespace(cfg=SimpleNamespace(n_timing=3, max_timing=3 + 1, timing_budget_s=60.0, timing_rel_se=1.0),
+                         inputs=lambda seed: [seed], seed=lambda *a: 0, cand=SimpleNamespace(name="candidate"),
+                         ref=SimpleNamespace(name="reference"), clock=SimpleNamespace(flush=lambda: None), call=call,
+                         judge=lambda got, expected, where: None, signals={})
+    cand, ref = rounds(jr, "main")
+    assert len(cand) == len(ref) == 3 and all(s.ms < 2 for s in cand + ref)
+    assert jr.signals["rounds_dropped"] == 1.0
