@@ -49,6 +49,8 @@ class Profile:
     total_ms: float  # total kernel time counted
     top: list[str]  # the largest library kernels by time
     ungated: list[str]  # kernels that ran on a stream outside `gated` (empty when no streams were given)
+    # when the stream check could not run (the trace did not start with one marker per gated stream): what it saw
+    skipped: dict[str, float] | None = None
 
 
 def profile_call(fn: Callable[[], Any], own_names: set[str], exclude_library_gemm: bool = False,
@@ -85,8 +87,12 @@ def summarize(events: Sequence[Any], own_names: set[str], exclude_library_gemm: 
     head, device = device[:lead], device[lead:]
     gated_ids = {e.device_resource_id for e in head}
     ungated: list[str] = []
+    skipped = None
     if markers and lead == markers and len(gated_ids) == markers:
         ungated = sorted({e.name for e in device if e.device_resource_id not in gated_ids})
+    elif markers:
+        skipped = {"markers": float(markers), "lead": float(lead), "ids": float(len(gated_ids)),
+                   "events": float(len(device) + lead)}
     own = total = 0.0
     library: dict[str, float] = {}
     for event in device:
@@ -104,4 +110,4 @@ def summarize(events: Sequence[Any], own_names: set[str], exclude_library_gemm: 
         else:
             library[name] = library.get(name, 0.0) + us
     top = [n for n, _ in sorted(library.items(), key=lambda kv: -kv[1])[:3]]
-    return Profile(own / total if total > 0 else 1.0, total / 1e3, top, ungated)
+    return Profile(own / total if total > 0 else 1.0, total / 1e3, top, ungated, skipped)

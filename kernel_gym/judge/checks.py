@@ -88,6 +88,15 @@ def forbid_ops(jr: JudgeRun, ops: dict[str, int], after_timing: bool = False) ->
                "allow; compute it in your own kernels")
 
 
+def note_skipped_stream_check(jr: JudgeRun, prof: dict) -> None:
+    """The profiler's trace did not start with one marker per gated stream, so kernels on ungated streams could not
+    be looked for (diagnostics: what the trace held instead)."""
+    skipped = prof.get("stream_check_skipped")
+    if isinstance(skipped, dict):
+        jr.signals.update({f"stream_check_skipped_{k}": float(v) for k, v in skipped.items()
+                           if k in ("markers", "lead", "ids", "events") and isinstance(v, (int, float))})
+
+
 def note_ungated(jr: JudgeRun, kernels: list[str]) -> None:
     """Kernels on a stream outside the launch gate's reach: this solution is timed without the gate."""
     if kernels and not jr.ungated and jr.cfg.launch_gate:
@@ -153,6 +162,7 @@ def kernel_share(jr: JudgeRun) -> None:
     prof = call.evidence.get("profile") or {}
     share = float(prof.get("share", 0.0))
     note_ungated(jr, prof.get("ungated") or [])
+    note_skipped_stream_check(jr, prof)
     jr.signals["own_kernel_time_share"] = round(share, 4)
     jr.signals["profiled_kernel_ms"] = round(float(prof.get("total_ms", 0.0)), 4)
     need = MIN_OWN_SHARE.get(jr.dynamic_preset, 0.5)

@@ -12,7 +12,7 @@ from typing import Any
 from kernel_gym.eval.hacks import Hack
 from kernel_gym.eval.result import Timing
 from kernel_gym.eval.timing import c_reference_signals, cv, median, median_rel_se
-from kernel_gym.judge.checks import check_launches, forbid_ops, note_ungated
+from kernel_gym.judge.checks import check_launches, forbid_ops, note_skipped_stream_check, note_ungated
 from kernel_gym.judge.clock import calibrate, make_clock
 from kernel_gym.judge.run import JudgeRun
 
@@ -151,4 +151,5 @@ def after_timing_check(jr: JudgeRun) -> bool:
     forbid_ops(jr, call.evidence.get("ops") or {}, after_timing=True)
     ungated = (call.evidence.get("profile") or {}).get("ungated") or []
     note_ungated(jr, ungated)
+    note_skipped_stream_check(jr, call.evidence.get("profile") or {})
     return bool(ungated)

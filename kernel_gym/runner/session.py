@@ -259,7 +259,7 @@ class Session:
                                     exclude_library_gemm=exclude_library_gemm, gated=gated)
                 out = box[0]
                 evidence["profile"] = {"share": prof.share, "total_ms": prof.total_ms, "top": list(prof.top),
-                                       "ungated": list(prof.ungated)}
+                                       "ungated": list(prof.ungated), "stream_check_skipped": prof.skipped}
             else:
                 out = run()
         finally:

@@ -48,3 +48,22 @@ def test_library_gemm_counts_on_a_single_gemm_task():
     assert not keep_in and summarize(events, {"touch"}, keep_in).share == pytest.approx(0.01)
     assert not excludes_library_gemm("permissive", policy["level1/matmul"])
     assert excludes_library_gemm("standard") and not excludes_library_gemm("strict")
+
+
+def streams(*kernels: tuple[str, int]) -> list[FunctionEvent]:
+    """Device events of 1 µs each, in order, on the given profiler stream ids."""
+    return [FunctionEvent(i, name, 1, float(i), i + 1.0, device_type=DeviceType.CUDA, device_resource_id=sid,
+                          use_device="cuda") for i, (name, sid) in enumerate(kernels)]
+
+
+def test_a_kernel_off_the_gated_streams_is_ungated():
+    prof = summarize(streams(("sleep", 7), ("sleep", 20), ("relu", 7), ("relu_side", 33)), {"relu"}, markers=2)
+    assert prof.ungated == ["relu_side"] and prof.skipped is None
+
+
+def test_a_trace_without_its_markers_skips_the_stream_check_and_says_so():
+    """A trace that does not start with one marker per gated stream (a profiler that dropped events) never makes a
+    genuine solution look ungated; what it held instead is reported (`stream_check_skipped_*` signals)."""
+    prof = summarize(streams(("sleep", 7), ("relu", 7), ("relu_side", 33)), {"relu"}, markers=2)
+    assert prof.ungated == []
+    assert prof.skipped == {"markers": 2.0, "lead": 1.0, "ids": 1.0, "events": 3.0}
