@@ -114,7 +114,9 @@ def test_hanging_call_is_a_timeout_within_seconds(cuda_pool):
     assert after.outcome is Outcome.CORRECT, after.message
 
 
-def test_fixed_cross_process_cost_is_small():
+@pytest.fixture()
+def clocked_runner():
+    """A started cuda runner in a job, and a gated judge clock bound to it, its gate learned (20 no-op calls)."""
     import torch
 
     from kernel_gym.judge.clock import CudaClock, fixed_cost
@@ -127,44 +129,40 @@ def test_fixed_cross_process_cost_is_small():
         clock = CudaClock(torch.device("cuda"), gate=True)
         clock.bind(runner, time.monotonic() + 60)
         fixed_cost(clock, runner, n=20)
-        cost = fixed_cost(clock, runner, n=100)
-        print("no-op call on the judge's clock:", cost)
-        assert 0 <= cost["median_ms"] < 0.5, cost
+        yield runner, clock
     finally:
         runner.stop()
 
 
-def test_a_host_stall_is_never_part_of_a_reading():
+def test_fixed_cross_process_cost_is_small(clocked_runner):
+    from kernel_gym.judge.clock import fixed_cost
+
+    runner, clock = clocked_runner
+    cost = fixed_cost(clock, runner, n=100)
+    print("no-op call on the judge's clock:", cost)
+    assert 0 <= cost["median_ms"] < 0.5, cost
+
+
+def test_a_host_stall_is_never_part_of_a_reading(clocked_runner):
     """A host stall longer than the launch gate while a call is queued (a loaded machine, the judge's other threads,
     a slow runner) would be read as GPU time, on either side or in the calibration that is subtracted from both. The
     judge keeps a reading only if the GPU was still in the gate when the reply came; a stalled call is taken again."""
     import itertools
 
-    import torch
+    from kernel_gym.judge.clock import fixed_cost, noop_readings
 
-    from kernel_gym.judge.clock import CudaClock, fixed_cost, noop_readings
-    from kernel_gym.judge.runners import RunnerProcess
+    runner, clock = clocked_runner
+    calm = fixed_cost(clock, runner, n=40)["median_ms"]
+    real, count = runner.request, itertools.count()
 
-    runner = RunnerProcess("cuda")
-    try:
-        runner.wait_ready()
-        runner.request("begin", deadline=time.monotonic() + 60, stage="compile")
-        clock = CudaClock(torch.device("cuda"), gate=True)
-        clock.bind(runner, time.monotonic() + 60)
-        fixed_cost(clock, runner, n=20)
-        calm = fixed_cost(clock, runner, n=40)["median_ms"]
-        real, count = runner.request, itertools.count()
+    def stalled(op, **fields):
+        if op == "noop" and next(count) % 3 == 0:
+            time.sleep(0.02)  # 20 ms: longer than the longest gate (5 ms)
+        return real(op, **fields)
 
-        def stalled(op, **fields):
-            if op == "noop" and next(count) % 3 == 0:
-                time.sleep(0.02)  # 20 ms: longer than the longest gate (5 ms)
-            return real(op, **fields)
-
-        runner.request = stalled
-        clock.misses = 0
-        readings = noop_readings(clock, runner, 30, time.monotonic() + 60)
-        print("calm median", calm, "stalled run", sorted(readings)[-3:], "retakes", clock.misses)
-        assert clock.misses >= 5, clock.misses
-        assert max(readings) < calm + 1.0, (calm, readings)
-    finally:
-        runner.stop()
+    runner.request = stalled
+    clock.misses = 0
+    readings = noop_readings(clock, runner, 30, time.monotonic() + 60)
+    print("calm median", calm, "stalled run", sorted(readings)[-3:], "retakes", clock.misses)
+    assert clock.misses >= 5, clock.misses
+    assert max(readings) < calm + 1.0, (calm, readings)
