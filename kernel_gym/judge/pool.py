@@ -181,7 +181,10 @@ class WorkerPool:
         self._all: list[Slot] = []
         self._closed = False
         self._count_lock = threading.Lock()
+        self._turn = threading.Condition(self._count_lock)  # a job that must run alone waits for the others here
         self._running = self._started = 0  # jobs running now; jobs started so far (was a job ever alone?)
+        self._alone_waiting = 0  # jobs waiting to run with nothing else on the pool (new jobs wait behind them)
+        self._alone_running = False
         for i in range(size):
             slot = Slot(device, self.gpus[i % len(self.gpus)], memory_limit_gb)
             self._all.append(slot)
@@ -193,37 +196,63 @@ class WorkerPool:
         time to free theirs, up to JUDGE_OOM_RETRIES times; and an `oom` verdict reached while other jobs were in
         flight is confirmed by running the job once more (it stands if the solution runs out of memory again)."""
         judge_retries = oom_reruns = 0
+        alone = False
         while True:
             try:
-                result, shared = self._evaluate_once(job)
+                result, shared = self._evaluate_once(job, alone=alone)
             except Exception as e:
                 if judge_retries == JUDGE_OOM_RETRIES or not judge_out_of_memory(e):
                     raise
                 judge_retries += 1
-                log.warning("the judge ran out of GPU memory on a job (%s); running it again (%d of %d)",
-                            str(e).splitlines()[0][:200], judge_retries, JUDGE_OOM_RETRIES)
+                alone = judge_retries == JUDGE_OOM_RETRIES  # the last try has the GPU's memory to itself
+                log.warning("the judge ran out of GPU memory on a job (%s); running it again (%d of %d%s)",
+                            str(e).splitlines()[0][:200], judge_retries, JUDGE_OOM_RETRIES, ", alone" * alone)
                 _release_judge_memory(self.device)
                 time.sleep(JUDGE_OOM_BACKOFF_S * 2 ** (judge_retries - 1))
                 continue
             if result.outcome is Outcome.OOM and shared and not oom_reruns:
                 oom_reruns += 1
-                log.info("an oom verdict while other jobs were running: confirming it")
-                time.sleep(JUDGE_OOM_BACKOFF_S)
+                alone = True  # the verdict stands only if the solution runs out of memory with nothing else running
+                log.info("an oom verdict while other jobs were running: confirming it alone")
                 continue
             extra = {k: float(v) for k, v in (("judge_oom_retries", judge_retries), ("oom_reruns", oom_reruns)) if v}
             return result.replace(stage_ms={**result.stage_ms, **extra}) if extra else result
 
-    def _evaluate_once(self, job: EvalJob) -> tuple[EvalResult, bool]:
-        """One run on a free slot: its result, and whether another job ran on this pool at any time during it."""
+    def _enter(self, alone: bool) -> tuple[int, bool]:
+        """Count a job in. A job that must run alone waits until no other job runs (and new ones wait behind it);
+        any other job waits while one is waiting to run alone or running. Returns (jobs started before, whether
+        another job is running)."""
+        with self._turn:
+            if alone:
+                self._alone_waiting += 1
+                try:
+                    self._turn.wait_for(lambda: self._running == 0 and not self._alone_running)
+                finally:
+                    self._alone_waiting -= 1
+                self._alone_running = True
+            else:
+                self._turn.wait_for(lambda: not self._alone_waiting and not self._alone_running)
+            self._running += 1
+            started, concurrent = self._started, self._running > 1
+            self._started += 1
+            return started, concurrent
+
+    def _leave(self, alone: bool) -> None:
+        with self._turn:
+            self._running -= 1
+            if alone:
+                self._alone_running = False
+            self._turn.notify_all()
+
+    def _evaluate_once(self, job: EvalJob, alone: bool = False) -> tuple[EvalResult, bool]:
+        """One run on a free slot: its result, and whether another job ran on this pool at any time during it.
+        `alone`: with no other job on the pool (memory other jobs hold cannot be the reason for its verdict)."""
         if self._closed:
             raise SandboxError("the worker pool is closed")
         from kernel_gym.judge.run import JudgeRun
 
+        started, concurrent = self._enter(alone)  # (before a slot is taken: a waiting job holds none)
         slot = self._idle.get()
-        with self._count_lock:
-            self._running += 1
-            started, concurrent = self._started, self._running > 1
-            self._started += 1
         try:
             cand, ref = slot.runners()
             run = JudgeRun(job, cand, ref)
@@ -245,11 +274,10 @@ class WorkerPool:
                 slot = fresh
             raise
         finally:
-            with self._count_lock:
-                self._running -= 1
             if not self._closed:
                 tidy_judge_memory(self.device)
                 self._idle.put(slot)
+            self._leave(alone)
 
     def __deepcopy__(self, memo: dict) -> WorkerPool:
         return self  # shared processes, not a value (gym.make deep-copies its kwargs)

@@ -235,11 +235,25 @@ if not os.path.exists(FLAG):  # the first evaluation runs out of memory (as if o
 
 
 @pytest.mark.timeout(300)
-def test_an_oom_verdict_among_other_jobs_is_confirmed_alone(runner_scratch, solution):
-    """An `oom` reached while another job was running may be the other job's memory: the job runs once more and
-    gets its real verdict; an `oom` with nothing else running stands."""
+def test_an_oom_verdict_among_other_jobs_is_confirmed_alone(runner_scratch, solution, monkeypatch):
+    """An `oom` reached while another job was running may be the other job's memory: the job runs once more, with
+    nothing else on the pool (the other job finishes first; new ones wait), and gets its real verdict; an `oom` with
+    nothing else running stands."""
     import threading
 
+    from kernel_gym.judge.run import JudgeRun
+
+    spans: list[tuple[str, float, float]] = []
+    real = JudgeRun.execute
+
+    def timed(self):
+        t0 = time.monotonic()
+        try:
+            return real(self)
+        finally:
+            spans.append(("slow" if "time.sleep(4)" in self.job.code else "oom", t0, time.monotonic()))
+
+    monkeypatch.setattr(JudgeRun, "execute", timed)
     genuine = solution("level1/relu")
     slow = "import time\ntime.sleep(4)\n" + genuine
     pool = WorkerPool("cpu", size=2)
@@ -253,6 +267,9 @@ def test_an_oom_verdict_among_other_jobs_is_confirmed_alone(runner_scratch, solu
         other.join()
         assert shared.outcome is Outcome.CORRECT, shared.message
         assert shared.stage_ms["oom_reruns"] == 1
+        (slow_span,) = [sp for sp in spans if sp[0] == "slow"]
+        first, rerun = sorted(sp for sp in spans if sp[0] == "oom")
+        assert first[1] < slow_span[2] <= rerun[1], spans  # the first run shared the pool, the rerun did not
         alone_flag = runner_scratch / "oom_alone"
         alone = pool.evaluate(make_job(OOM_ONCE.format(flag=str(alone_flag)) + genuine))
         assert alone.outcome is Outcome.OOM and "oom_reruns" not in alone.stage_ms, alone.message
