@@ -168,20 +168,26 @@ def test_a_host_stall_is_never_part_of_a_reading(clocked_runner):
     assert max(readings) < calm + 1.0, (calm, readings)
 
 
-def test_runners_give_their_gpu_memory_back_between_jobs(cuda_pool):
+def test_runners_give_their_gpu_memory_back_between_jobs():
     """A runner between jobs holds its CUDA context only: what the job's tensors took (a full-size level1/relu: 512 MB
     a tensor, on both sides) goes back to the driver for the other runners on the GPU. With 8 clients, runners that
     kept their caches filled an H100 and genuine kernels ended as `crash` for want of memory."""
     import torch
 
+    from kernel_gym.sandbox import WorkerPool
+
     def runners_use() -> int:  # everything on the GPU but this process's (the judge's) own reservations
         free, total = torch.cuda.mem_get_info()
         return total - free - torch.cuda.memory_reserved()
 
-    cuda_pool.evaluate(job((SOL / "level1_relu.py").read_text()))  # both runners started, warmed, emptied
-    before = runners_use()
-    result = cuda_pool.evaluate(job((SOL / "level1_relu.py").read_text()))
-    assert result.outcome is Outcome.CORRECT, result.message
-    grown = runners_use() - before
+    pool = WorkerPool("cuda")  # fresh runners: nothing cached yet
+    try:
+        pool.warm_up()
+        before = runners_use()
+        result = pool.evaluate(job((SOL / "level1_relu.py").read_text()))
+        assert result.outcome is Outcome.CORRECT, result.message
+        grown = runners_use() - before
+    finally:
+        pool.close()
     print(f"runners' GPU memory after a full-size relu job: {grown / 2**20:+.0f} MiB")
     assert grown < 256 * 2**20, grown
