@@ -9,6 +9,7 @@ a tensor method, a function's `__code__` in kernel_gym.eval) is reported by name
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -145,3 +146,37 @@ class Snapshot:
         flags = precision_flags()
         found.extend(f"torch flag {k} changed to {flags[k]!r}" for k in flags if flags[k] != self.flags[k])
         return found[:20]
+
+
+def process_state() -> dict[str, Any]:
+    """Process-wide settings a solution may change for itself without touching the harness, which would carry over
+    to the next job of a reused runner (another solution's dtype, device, threads, environment, import path):
+    compared at a job's end with its start (`state_changes`), and a runner whose state changed is not reused."""
+    return {
+        "default_dtype": str(torch.get_default_dtype()),
+        "default_device": str(torch.get_default_device()) if hasattr(torch, "get_default_device") else "",
+        "grad_enabled": torch.is_grad_enabled(),
+        "num_threads": torch.get_num_threads(),
+        "environ": dict(os.environ),
+        "sys_path": list(sys.path),
+        "fileless_modules": sorted(name for name, module in list(sys.modules.items())
+                                   if isinstance(module, types.ModuleType) and _fileless(module)),
+    }
+
+
+def _fileless(module: types.ModuleType) -> bool:
+    """A module made in memory (no file, no package path, no spec origin): what a solution plants in sys.modules."""
+    spec = getattr(module, "__spec__", None)
+    return (getattr(module, "__file__", None) is None and getattr(module, "__path__", None) is None
+            and (spec is None or getattr(spec, "origin", None) in (None, "")))
+
+
+def state_changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """What changed between two `process_state()` readings, by name (environment variables and modules named)."""
+    found = [key for key in ("default_dtype", "default_device", "grad_enabled", "num_threads", "sys_path")
+             if before.get(key) != after.get(key)]
+    env_a, env_b = before.get("environ", {}), after.get("environ", {})
+    found += [f"environ[{k!r}]" for k in sorted(set(env_a) | set(env_b)) if env_a.get(k) != env_b.get(k)]
+    found += [f"sys.modules[{m!r}] (made in memory)"
+              for m in sorted(set(after.get("fileless_modules", ())) - set(before.get("fileless_modules", ())))]
+    return found[:20]

@@ -122,8 +122,10 @@ class Slot:
 
     def after_job(self, result: EvalResult | None) -> bool:
         """End the job in both runners. The candidate's runner serves the next job only when nothing about this one
-        is suspect: a correct or mismatching verdict, no thread, process or harness change left behind (its own
-        report), no more native threads than after its previous job (the judge's own count), and fewer than
+        is suspect: a correct or mismatching verdict, no thread, process or harness change left behind and no
+        process-wide setting changed (dtype, device, threads, environment, import path, modules made in memory: the
+        next job's solution would inherit them) (its own report), no more native threads than after its previous job
+        (the judge's own count), and fewer than
         MAX_JOBS_PER_RUNNER jobs. Otherwise it is replaced now (the next one starts while the caller goes on).
         Returns True when it was replaced."""
         self._end(self.ref)
@@ -132,7 +134,7 @@ class Slot:
         self.cand_jobs += 1
         threads = native_threads(self.cand.pid)
         clean = (report is not None and not report.get("leftover_threads") and not report.get("harness")
-                 and (self.cand_threads is None or threads <= self.cand_threads)
+                 and not report.get("state") and (self.cand_threads is None or threads <= self.cand_threads)
                  and self.cand_jobs < MAX_JOBS_PER_RUNNER)
         if clean:
             self.cand_threads = threads

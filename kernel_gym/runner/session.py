@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from kernel_gym import cuda_raw
-from kernel_gym.eval import cuda, launches, loading
+from kernel_gym.eval import cuda, integrity, launches, loading
 from kernel_gym.eval.errors import classify, describe_failure, trim
 from kernel_gym.eval.integrity import Snapshot
 from kernel_gym.eval.timing import gated_streams, hold_new_streams
@@ -70,6 +70,7 @@ class Session:
         self.probes: list[tuple[Any, Any]] = []
         self.marks: list[list[float]] = []  # host ms per timed call: bind, launch, join+done, deliver+evidence
         self.mark: list[float] | None = None
+        self.state: dict[str, Any] = {}  # process-wide settings at the job's start (integrity.process_state)
 
     # ---- job lifecycle -------------------------------------------------------------------------------------------
     def begin(self) -> dict[str, Any]:
@@ -79,6 +80,7 @@ class Session:
         cuda_raw._MEMO.clear()  # noqa: SLF001 - nothing compiled in an earlier job of this runner is reused
         cuda.KERNEL_NAMES.clear()  # the kernels this job's extensions define (evidence of this job only)
         self.first_threads = set(threading.enumerate())
+        self.state = integrity.process_state()  # (after the harness's own settings for this job)
         return {}
 
     def end(self) -> dict[str, Any]:
@@ -101,7 +103,8 @@ class Session:
         if self.workdir is not None:
             shutil.rmtree(self.workdir, ignore_errors=True)
             self.workdir = None
-        return {"leftover_threads": len(leftover), "harness": self.snapshot.changes()}
+        state = integrity.state_changes(self.state, integrity.process_state()) if self.state else []
+        return {"leftover_threads": len(leftover), "harness": self.snapshot.changes(), "state": state}
 
     # ---- loading and building ------------------------------------------------------------------------------------
     def load(self, kind: str, name: str, source: str, sizes: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -275,3 +275,24 @@ def test_an_oom_verdict_among_other_jobs_is_confirmed_alone(runner_scratch, solu
         assert alone.outcome is Outcome.OOM and "oom_reruns" not in alone.stage_ms, alone.message
     finally:
         pool.close()
+
+
+def test_a_process_wide_setting_is_not_left_to_the_next_job(solution):
+    """A solution that changes a process-wide setting for itself (here an environment variable, at import) must not
+    hand it to the next job of the same runner, whose solution would run under it (here: one that reads the variable
+    and returns its input unchanged when it is set, a mismatch). The runner reports what changed since the job began
+    (dtype, device, threads, environment, import path, modules made in memory) and is not reused."""
+    genuine = solution("level1/relu")
+    sets_env = genuine.replace("import torch\n", "import os\nimport torch\nos.environ['KG_TEST_LEFT_BEHIND'] = '1'\n", 1)
+    reads_env = genuine.replace("import torch\n", "import os\nimport torch\n", 1).replace(
+        "y = torch.empty_like(x)", "if os.environ.get('KG_TEST_LEFT_BEHIND'):\n            return x\n"
+        "        y = torch.empty_like(x)")
+    assert sets_env != genuine and "return x" in reads_env
+    pool = WorkerPool("cpu", size=1)
+    try:
+        first = pool.evaluate(make_job(sets_env))
+        assert first.outcome is Outcome.CORRECT, first.message
+        second = pool.evaluate(make_job(reads_env))
+        assert second.outcome is Outcome.CORRECT, second.message
+    finally:
+        pool.close()
