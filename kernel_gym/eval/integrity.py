@@ -150,8 +150,9 @@ class Snapshot:
 
 def process_state() -> dict[str, Any]:
     """Process-wide settings a solution may change for itself without touching the harness, which would carry over
-    to the next job of a reused runner (another solution's dtype, device, threads, environment, import path):
-    compared at a job's end with its start (`state_changes`), and a runner whose state changed is not reused."""
+    to the next job of a reused runner (another solution's dtype, device, threads, environment, import path): read
+    at a job's start and put back at its end (`restore_state`); a runner with a change that cannot be put back is
+    not reused."""
     return {
         "default_dtype": str(torch.get_default_dtype()),
         "default_device": str(torch.get_default_device()) if hasattr(torch, "get_default_device") else "",
@@ -169,6 +170,26 @@ def _fileless(module: types.ModuleType) -> bool:
     spec = getattr(module, "__spec__", None)
     return (getattr(module, "__file__", None) is None and getattr(module, "__path__", None) is None
             and (spec is None or getattr(spec, "origin", None) in (None, "")))
+
+
+def restore_state(before: dict[str, Any]) -> list[str]:
+    """Put back what a job changed of `process_state()`: dtype, device, grad mode, threads, environment and import
+    path are reset; what cannot be (modules made in memory) is returned by name, and that runner is not reused."""
+    now = process_state()
+    changed = state_changes(before, now)
+    if not changed:
+        return []
+    if now["default_dtype"] != before["default_dtype"]:
+        torch.set_default_dtype(getattr(torch, before["default_dtype"].removeprefix("torch.")))
+    if now["default_device"] != before["default_device"] and hasattr(torch, "set_default_device"):
+        torch.set_default_device(None if before["default_device"] in ("", "cpu") else before["default_device"])
+    torch.set_grad_enabled(before["grad_enabled"])
+    if now["num_threads"] != before["num_threads"]:
+        torch.set_num_threads(before["num_threads"])
+    os.environ.clear()
+    os.environ.update(before["environ"])
+    sys.path[:] = before["sys_path"]
+    return state_changes(before, process_state())
 
 
 def state_changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:

@@ -103,7 +103,7 @@ class Session:
         if self.workdir is not None:
             shutil.rmtree(self.workdir, ignore_errors=True)
             self.workdir = None
-        state = integrity.state_changes(self.state, integrity.process_state()) if self.state else []
+        state = integrity.restore_state(self.state) if self.state else []  # (what could not be put back)
         return {"leftover_threads": len(leftover), "harness": self.snapshot.changes(), "state": state}
 
     # ---- loading and building ------------------------------------------------------------------------------------

@@ -277,22 +277,32 @@ def test_an_oom_verdict_among_other_jobs_is_confirmed_alone(runner_scratch, solu
         pool.close()
 
 
-def test_a_process_wide_setting_is_not_left_to_the_next_job(solution):
-    """A solution that changes a process-wide setting for itself (here an environment variable, at import) must not
-    hand it to the next job of the same runner, whose solution would run under it (here: one that reads the variable
-    and returns its input unchanged when it is set, a mismatch). The runner reports what changed since the job began
-    (dtype, device, threads, environment, import path, modules made in memory) and is not reused."""
+LEAVES = {  # a process-wide change made at import, and how the next job's solution would notice it
+    "environment": ("os.environ['KG_TEST_LEFT_BEHIND'] = '1'", "os.environ.get('KG_TEST_LEFT_BEHIND')"),
+    "import path": ("sys.path.insert(0, '/kg_test_left_behind')", "'/kg_test_left_behind' in sys.path"),
+    "planted module": ("sys.modules['kg_test_left_behind'] = type(sys)('kg_test_left_behind')",
+                       "'kg_test_left_behind' in sys.modules"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(LEAVES))
+def test_a_process_wide_setting_is_not_left_to_the_next_job(solution, kind):
+    """A solution that changes a process-wide setting for itself (at import) must not hand it to the next job of the
+    same runner, whose solution would run under it (here: one that returns its input unchanged when it notices the
+    change, a mismatch). At the job's end the runner puts back dtype, device, grad mode, threads, environment and
+    import path; a change it cannot put back (a module made in memory) ends the runner's reuse."""
+    change, notice = LEAVES[kind]
     genuine = solution("level1/relu")
-    sets_env = genuine.replace("import torch\n", "import os\nimport torch\nos.environ['KG_TEST_LEFT_BEHIND'] = '1'\n", 1)
-    reads_env = genuine.replace("import torch\n", "import os\nimport torch\n", 1).replace(
-        "y = torch.empty_like(x)", "if os.environ.get('KG_TEST_LEFT_BEHIND'):\n            return x\n"
-        "        y = torch.empty_like(x)")
-    assert sets_env != genuine and "return x" in reads_env
+    header = "import os\nimport sys\nimport torch\n"
+    leaves = genuine.replace("import torch\n", header + change + "\n", 1)
+    notices = genuine.replace("import torch\n", header, 1).replace(
+        "y = torch.empty_like(x)", f"if {notice}:\n            return x\n        y = torch.empty_like(x)")
+    assert leaves != genuine and "return x" in notices
     pool = WorkerPool("cpu", size=1)
     try:
-        first = pool.evaluate(make_job(sets_env))
+        first = pool.evaluate(make_job(leaves))
         assert first.outcome is Outcome.CORRECT, first.message
-        second = pool.evaluate(make_job(reads_env))
+        second = pool.evaluate(make_job(notices))
         assert second.outcome is Outcome.CORRECT, second.message
     finally:
         pool.close()
