@@ -97,6 +97,13 @@ def hold_new_streams(event: torch.cuda.Event | None) -> None:
     _HOLD[0] = event
 
 
+# Keywords of a Stream object made for a stream that already exists: torch.cuda.current_stream()/default_stream()
+# build one with stream_id on every call, ExternalStream with stream_ptr. Tracking those would list the legacy stream
+# twice (the profiler's stream check then skips: one marker per distinct stream is its premise) and would make a
+# foreign stream look like one the gate holds.
+WRAPS = frozenset({"stream_id", "stream_ptr"})
+
+
 def track_streams() -> None:
     """Remember every stream `torch.cuda.Stream()` hands out from now on (a runner calls this before any candidate
     code runs): the launch gate then holds, and the runner joins, the streams a solution made — usually none — not
@@ -110,7 +117,7 @@ def track_streams() -> None:
 
     def __new__(klass, device=None, priority=0, **kwargs):  # noqa: ANN001, ANN202 - torch's signature
         stream = original(klass, device=device, priority=priority, **kwargs)
-        if "stream_ptr" not in kwargs:
+        if not WRAPS.intersection(kwargs) and stream.cuda_stream != 0:  # a stream handed out, not a wrapper
             _MADE.setdefault(stream.cuda_stream, stream)
             if _HOLD[0] is not None:
                 stream.wait_event(_HOLD[0])
@@ -130,7 +137,7 @@ def gated_streams(device: torch.device) -> list[torch.cuda.Stream]:
     if not _TRACKING:
         return [current, *pooled_streams(device)]
     index = current.device_index
-    return [current, *(s for s in _MADE.values() if s.device_index == index)]
+    return [current, *(s for s in _MADE.values() if s.device_index == index and s.cuda_stream != current.cuda_stream)]
 
 
 def sleep_cycles_per_ms(device: torch.device) -> float:

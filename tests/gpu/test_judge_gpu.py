@@ -99,6 +99,11 @@ def test_gate_holds_the_streams_a_solution_made():
     assert gated[0] == 0 and made.cuda_stream in gated and len(gated) <= before + 2, gated
     assert external.cuda_stream in gated  # the pooled stream it wraps was made above: tracked as that one
     assert len(gated) < 10, gated  # not the pools' 128
+    torch.cuda.current_stream(), torch.cuda.default_stream()  # Stream objects for existing streams: not "made"
+    with torch.cuda.stream(made):
+        torch.cuda.current_stream()
+    again = [s.cuda_stream for s in timing.gated_streams(torch.device("cuda"))]
+    assert again == gated and len(set(again)) == len(again), (again, gated)  # each stream once: one marker each
 
 
 def test_hanging_call_is_a_timeout_within_seconds(cuda_pool):
