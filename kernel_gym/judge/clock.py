@@ -124,12 +124,15 @@ class CudaClock:
 
     def timed(self, take: Callable[[], tuple[Sample, dict]]) -> tuple[Sample, dict]:
         """`take()` (one timed call, from staging on) until its reading is valid, at most GATE_RETAKES more times
-        (the gate grows with each miss); counts the misses. The last reading stands: a miss only adds time."""
+        (the gate grows with each miss, up to GATE_MAX_MS: a miss at the longest gate is not taken again, a host
+        path that long is the call's own); counts the misses. The last reading stands, `missed` if it still is."""
         for _ in range(GATE_RETAKES + 1):
             sample, reply = take()
             if not sample.missed:
                 break
             self.misses += 1
+            if sample.gate_ms >= GATE_MAX_MS:
+                break
         return sample, reply
 
 

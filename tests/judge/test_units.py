@@ -84,7 +84,7 @@ def test_a_reading_whose_gate_ran_out_is_taken_again():
     from types import SimpleNamespace
 
     from kernel_gym.eval.timing import Sample
-    from kernel_gym.judge.clock import GATE_RETAKES, CudaClock
+    from kernel_gym.judge.clock import GATE_MAX_MS, GATE_RETAKES, CudaClock
 
     def takes(missed: list[bool]):
         it = iter(missed)
@@ -104,6 +104,10 @@ def test_a_reading_whose_gate_ran_out_is_taken_again():
     take, calls = takes([True] * (GATE_RETAKES + 5))
     sample, _ = CudaClock.timed(clock, take)  # a host that never keeps up: bounded, the last reading stands
     assert len(calls) == GATE_RETAKES + 1 and clock.misses == GATE_RETAKES + 1 and sample.missed
+
+    clock = SimpleNamespace(misses=0)  # missed at the longest gate: the host path is the call's own, not retaken
+    sample, _ = CudaClock.timed(clock, lambda: (Sample(1.0, 0.0, GATE_MAX_MS, 7.0, True), {}))
+    assert clock.misses == 1 and sample.missed
 
 
 def test_calibration_uses_clean_readings_only():
