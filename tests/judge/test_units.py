@@ -154,3 +154,8 @@ def test_a_round_with_host_time_left_in_it_does_not_count():
     cand, ref = rounds(jr, "main")
     assert len(cand) == len(ref) == 3 and all(s.ms < 2 for s in cand + ref)
     assert jr.signals["rounds_dropped"] == 1.0
+
+    missed = iter([True] * 100)  # every reading held host time: n_min rounds dropped, then they count
+    jr.signals = {}
+    cand, ref = rounds(jr, "main")
+    assert len(cand) == 1 and jr.signals["rounds_dropped"] == 3.0  # (max_timing 4: 3 dropped, the 4th counts)
