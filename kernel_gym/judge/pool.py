@@ -253,7 +253,9 @@ class WorkerPool:
             raise SandboxError("the worker pool is closed")
         from kernel_gym.judge.run import JudgeRun
 
+        t0 = time.monotonic()
         started, concurrent = self._enter(alone)  # (before a slot is taken: a waiting job holds none)
+        waited_ms = (time.monotonic() - t0) * 1e3
         slot = self._idle.get()
         try:
             cand, ref = slot.runners()
@@ -266,6 +268,8 @@ class WorkerPool:
                 replaced = slot.after_job(result)
             if replaced and result.outcome not in (Outcome.CORRECT, Outcome.MISMATCH):
                 result = result.replace(worker_recycled=True)  # this job's doing: say so
+            if alone:  # how long it waited for the pool to itself
+                result = result.replace(stage_ms={**result.stage_ms, "alone_wait": round(waited_ms, 3)})
             with self._count_lock:
                 return result, concurrent or self._started - started > 1
         except BaseException:

@@ -270,6 +270,7 @@ def test_an_oom_verdict_among_other_jobs_is_confirmed_alone(runner_scratch, solu
         (slow_span,) = [sp for sp in spans if sp[0] == "slow"]
         first, rerun = sorted(sp for sp in spans if sp[0] == "oom")
         assert first[1] < slow_span[2] <= rerun[1], spans  # the first run shared the pool, the rerun did not
+        assert shared.stage_ms["alone_wait"] > 500, shared.stage_ms  # its wait for the other job, reported
         alone_flag = runner_scratch / "oom_alone"
         alone = pool.evaluate(make_job(OOM_ONCE.format(flag=str(alone_flag)) + genuine))
         assert alone.outcome is Outcome.OOM and "oom_reruns" not in alone.stage_ms, alone.message
