@@ -1,9 +1,11 @@
-"""Where things live: packaged data (`kernel_gym/_data/<name>` in a wheel, `<checkout>/<name>` in a checkout) and
-the machine's cache (`$KERNEL_GYM_CACHE`, default `~/.cache/kernel_gym`)."""
+"""Where things live: packaged data (`kernel_gym/_data/<name>` in a wheel, `<checkout>/<name>` in a checkout), the
+machine's cache (`$KERNEL_GYM_CACHE`, default `~/.cache/kernel_gym`), and the sweep of folders whose process died."""
 
 from __future__ import annotations
 
 import os
+import shutil
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 _PACKAGE = Path(__file__).resolve().parent
@@ -20,3 +22,18 @@ def data_dir(name: str) -> Path:
 def cache_dir(*parts: str) -> Path:
     """`$KERNEL_GYM_CACHE/<parts>` (default `~/.cache/kernel_gym`), read at each call; not created."""
     return Path(os.environ.get("KERNEL_GYM_CACHE", Path.home() / ".cache" / "kernel_gym")).joinpath(*parts)
+
+
+def sweep_dead(folders: Iterable[Path], owner: Callable[[Path], int]) -> int:
+    """Remove each folder whose owning process (`owner(folder)`, its pid) no longer exists; a folder whose owner
+    cannot be read (`owner` raises OSError or ValueError) is left alone. Returns how many were removed."""
+    removed = 0
+    for folder in folders:
+        try:
+            pid = owner(folder)
+        except (OSError, ValueError):
+            continue
+        if not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            removed += 1
+    return removed

@@ -37,7 +37,7 @@ from typing import Any
 
 from kernel_gym.eval import fast_build
 from kernel_gym.eval.errors import trim
-from kernel_gym.paths import cache_dir
+from kernel_gym.paths import cache_dir, sweep_dead
 
 # load_inline's keyword arguments a build request may carry, and the type each must have.
 _SOURCES = ("cpp_sources", "cuda_sources")
@@ -180,16 +180,7 @@ def build(request: Any, device: str, deadline: float | None = None) -> dict[str,
 
 def sweep_staging(root: Path) -> int:
     """Remove staging folders of judges that died mid-build (each is named `<build>.<judge pid>.<random>`)."""
-    removed = 0
-    for folder in (root / ".staging").glob("*.*.*"):
-        try:
-            pid = int(folder.name.split(".")[1])
-        except (IndexError, ValueError):
-            continue
-        if not Path(f"/proc/{pid}").exists():
-            shutil.rmtree(folder, ignore_errors=True)
-            removed += 1
-    return removed
+    return sweep_dead((root / ".staging").glob("*.*.*"), lambda folder: int(folder.name.split(".")[1]))
 
 
 @functools.cache

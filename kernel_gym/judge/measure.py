@@ -105,10 +105,10 @@ def rounds(jr: JudgeRun, ref_model: str) -> tuple[list[Any], list[Any]]:
     n_min, n_max = jr.cfg.n_timing, jr.cfg.max_timing
     deadline = time.perf_counter() + jr.cfg.timing_budget_s
     for r in range(n_max):
-        kept = len(cand_samples)
-        if kept >= n_min and (time.perf_counter() >= deadline or settled(jr, cand_samples, ref_samples)):
+        kept, late = len(cand_samples), time.perf_counter() >= deadline
+        if kept >= n_min and (late or settled(jr, cand_samples, ref_samples)):
             break
-        if r >= n_min and time.perf_counter() >= deadline and kept:  # out of budget with some valid rounds
+        if late and r >= n_min and kept:  # out of budget with some rounds kept, though fewer than n_min
             break
         values = jr.inputs(jr.seed("timed", r))
         order = (jr.cand, jr.ref) if r % 2 == 0 else (jr.ref, jr.cand)  # neither side always runs first

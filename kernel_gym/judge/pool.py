@@ -12,16 +12,17 @@ from __future__ import annotations
 import logging
 import os
 import queue
-import shutil
 import tempfile
 import threading
 import time
 from pathlib import Path
 
 from kernel_gym.errors import SandboxError
+from kernel_gym.eval.errors import GPU_MEMORY_MARKERS
 from kernel_gym.eval.job import EvalJob
 from kernel_gym.eval.result import EvalResult, Outcome
 from kernel_gym.judge.runners import ROOT_PREFIX, RunnerProcess
+from kernel_gym.paths import sweep_dead
 
 log = logging.getLogger(__name__)
 
@@ -29,16 +30,8 @@ log = logging.getLogger(__name__)
 def sweep_stale_roots(tmp: Path | None = None) -> int:
     """Remove runner folders left behind by runners that died with their judge (their `pid` file names a dead
     process). Folders without a pid file are a runner still starting, and are left alone."""
-    removed = 0
-    for root in Path(tmp or tempfile.gettempdir()).glob(ROOT_PREFIX + "*"):
-        try:
-            pid = int((root / "pid").read_text())
-        except (OSError, ValueError):
-            continue
-        if not Path(f"/proc/{pid}").exists():
-            shutil.rmtree(root, ignore_errors=True)
-            removed += 1
-    return removed
+    return sweep_dead(Path(tmp or tempfile.gettempdir()).glob(ROOT_PREFIX + "*"),
+                      lambda root: int((root / "pid").read_text()))
 
 
 MAX_JOBS_PER_RUNNER = 32
@@ -52,8 +45,6 @@ def judge_out_of_memory(exc: BaseException) -> bool:
     """An exception that escaped a JudgeRun (the judge's own, a runner that could not start, the task's reference)
     saying GPU memory ran out: memory other jobs hold, run again."""
     import torch
-
-    from kernel_gym.eval.errors import GPU_MEMORY_MARKERS
 
     text = str(exc).lower()
     return isinstance(exc, torch.OutOfMemoryError) or any(m in text for m in GPU_MEMORY_MARKERS)
@@ -122,12 +113,11 @@ class Slot:
 
     def after_job(self, result: EvalResult | None) -> bool:
         """End the job in both runners. The candidate's runner serves the next job only when nothing about this one
-        is suspect: a correct or mismatching verdict, no thread, process or harness change left behind and no
-        process-wide change the runner could not put back (a module planted in sys.modules: the next job's solution
-        would meet it) (its own report), no more native threads than after its previous job (the judge's own count),
-        and fewer than
-        MAX_JOBS_PER_RUNNER jobs. Otherwise it is replaced now (the next one starts while the caller goes on).
-        Returns True when it was replaced."""
+        is suspect: a correct or mismatching verdict; no thread, process or harness change left behind and no
+        process-wide change the runner could not put back (a module planted in sys.modules, which the next job's
+        solution would meet) (its own report); no more native threads than after its previous job (the judge's own
+        count); and fewer than MAX_JOBS_PER_RUNNER jobs. Otherwise it is replaced now (the next one starts while the
+        caller goes on). Returns True when it was replaced."""
         self._end(self.ref)
         clean = result is not None and result.outcome in (Outcome.CORRECT, Outcome.MISMATCH) and not result.hacks
         report = self._end(self.cand) if clean and self.cand.alive else None
@@ -195,8 +185,9 @@ class WorkerPool:
     def evaluate(self, job: EvalJob) -> EvalResult:
         """Judge one job on a free slot. Memory pressure from other jobs is never a verdict: when the judge itself
         runs out of GPU memory (its buffers, not the solution's), the job is run again once concurrent jobs have had
-        time to free theirs, up to JUDGE_OOM_RETRIES times; and an `oom` verdict reached while other jobs were in
-        flight is confirmed by running the job once more (it stands if the solution runs out of memory again)."""
+        time to free theirs, up to JUDGE_OOM_RETRIES times, the last of them alone; and an `oom` verdict reached
+        while other jobs were in flight is confirmed by running the job once more, alone (it stands if the solution
+        runs out of memory with nothing else running)."""
         judge_retries = oom_reruns = 0
         alone = False
         while True:
