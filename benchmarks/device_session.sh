@@ -73,6 +73,9 @@ for arg in "$@"; do
       timeout "$T" python3 benchmarks/bench_judge.py noop --n 300 --out "$OUT" ;;
     probe-streams)  # what the profiler reports for the gate's marker kernels and a CuPy side stream
       timeout "$T" python3 benchmarks/probe_streams.py ;;
+    probe-placement)  # does a kernel's runtime depend on where its buffers land? (plain do_bench, fresh buffers per trial)
+      timeout "$T" python3 benchmarks/probe_placement.py --task ${PROBE_TASK:-level2/conv_relu_pool} \
+        --solution tests/solutions/${PROBE_SOLUTION:-level2_conv_relu_pool.py} ;;
     probe-clock)  # where a cross-process GPU clock loses time: plain workloads, no kernel-gym code in the loop
       timeout "$T" python3 benchmarks/probe_clock.py --n ${PROBE_N:-60} --out "$OUT/probe" ;;
     probe-mps)  # the same under MPS (one shared GPU context for every process), when this machine can start it
