@@ -89,8 +89,8 @@ for arg in "$@"; do
     judge-probe)  # agreement with each runner's own event interval beside the judge's reading (diagnostics)
       KERNEL_GYM_RUNNER_PROBE=1 timeout "$T" python3 benchmarks/bench_judge.py agreement --repeats 1 \
         --only level1_relu level1_softmax level1_layernorm level2_gemm_relu --out "$OUT/probe_agreement" ;;
-    judge-agreement)  # every genuine Triton solution; KERNEL_GYM_RUNNER_PROBE=1 adds the runners' own readings
-      timeout "$T" python3 benchmarks/bench_judge.py agreement --repeats ${REPEATS:-3} --out "$OUT" ;;
+    judge-agreement)  # every genuine Triton solution, do_bench over VALUE_SETS input value sets; KERNEL_GYM_RUNNER_PROBE=1 adds the runners' own readings
+      timeout "$T" python3 benchmarks/bench_judge.py agreement --repeats ${VALUE_SETS:-8} --out "$OUT" ;;
     forkserver-cuda)  # the judge's GPU tests with cuda runners forked from the fork server (judge/spawner.py)
       KERNEL_GYM_FORKSERVER=1 timeout "$T" python3 -m pytest -m gpu tests/gpu/test_judge_gpu.py -p no:cacheprovider -q -rfE ;;
     gpu-shapes)  # #22: the CUDA forms of the regression set and the profiler share on the device

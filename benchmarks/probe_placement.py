@@ -35,6 +35,9 @@ def main() -> None:
     p.add_argument("--solution", required=True)
     p.add_argument("--trials", type=int, default=24)
     p.add_argument("--rep", type=int, default=100, help="do_bench's rep (ms) per trial")
+    p.add_argument("--vary-values", action="store_true",
+                   help="new input values every trial (seed = trial number), made on the GPU: does the runtime "
+                        "depend on the values rather than the placement?")
     args = p.parse_args()
     pin_precision("cuda")
     task = load_task(args.task)
@@ -56,7 +59,12 @@ def main() -> None:
         ms, pads = [], []
         for _ in range(args.trials):
             pad = torch.empty(rng.randrange(1, 1 << 27), dtype=torch.uint8, device="cuda")  # up to 128 MiB
-            inputs = [v.cuda().clone() if isinstance(v, torch.Tensor) else v for v in host]
+            if args.vary_values:
+                torch.manual_seed(len(ms))
+                with torch.device("cuda"):
+                    inputs = list(module.get_inputs())
+            else:
+                inputs = [v.cuda().clone() if isinstance(v, torch.Tensor) else v for v in host]
             with torch.no_grad():
                 ms.append(triton.testing.do_bench(lambda m=model, x=inputs: m(*x), warmup=10, rep=args.rep,
                                                   return_mode="median"))
