@@ -211,6 +211,12 @@ class WorkerPool:
             extra = {k: float(v) for k, v in (("judge_oom_retries", judge_retries), ("oom_reruns", oom_reruns)) if v}
             return result.replace(stage_ms={**result.stage_ms, **extra}) if extra else result
 
+    @property
+    def alone_waiting(self) -> int:
+        """Jobs waiting now to run with nothing else on the pool (every new job waits behind them)."""
+        with self._count_lock:
+            return self._alone_waiting
+
     def _enter(self, alone: bool) -> tuple[int, bool]:
         """Count a job in. A job that must run alone waits until no other job runs (and new ones wait behind it);
         any other job waits while one is waiting to run alone or running. Returns (jobs started before, whether

@@ -118,6 +118,9 @@ class JudgeServer:
         self.dropped = 0
         self.waits: collections.deque[float] = collections.deque(maxlen=1000)  # queue wait per job (s)
         self.timing_waits: collections.deque[float] = collections.deque(maxlen=1000)  # GPU wait before timing (s)
+        # jobs run again alone (an oom among other jobs, the judge's last out-of-memory retry): their wait for the
+        # pool to themselves (s), while the rest of the queue waited behind them
+        self.alone_waits: collections.deque[float] = collections.deque(maxlen=1000)
         self.per_client_done: collections.Counter[int] = collections.Counter()
         self.last_activity = time.monotonic()
         self.started = time.time()
@@ -240,6 +243,8 @@ class JudgeServer:
                 self.done += 1
                 self.per_client_done[request.client] += 1
                 self.timing_waits.append(result.stage_ms.get("gpu_lock_wait", 0.0) / 1e3)
+                if "alone_wait" in result.stage_ms:
+                    self.alone_waits.append(result.stage_ms["alone_wait"] / 1e3)
                 self.last_activity = time.monotonic()
             request.conn.send({"id": request.rid, "result": result.to_dict()})
 
@@ -258,7 +263,8 @@ class JudgeServer:
                     "queued_by_client": {str(k): v for k, v in self.queue.depth().items()},
                     "running": self.running, "done": self.done, "dropped": self.dropped,
                     "done_by_client": {str(k): v for k, v in self.per_client_done.items()},
-                    "queue_wait": stats(self.waits), "timing_lock_wait": stats(self.timing_waits)}
+                    "queue_wait": stats(self.waits), "timing_lock_wait": stats(self.timing_waits),
+                    "alone_wait": stats(self.alone_waits), "alone_waiting": self.pool.alone_waiting}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -248,7 +248,13 @@ def create_app(evaluator: Any, *, token: str | None = None, max_request_bytes: i
                     ("queue_wait_median_seconds", judge.get("queue_wait", {}).get("median_s", 0),
                      "Median wait of a job in the judge's queue."),
                     ("timing_wait_median_seconds", judge.get("timing_lock_wait", {}).get("median_s", 0),
-                     "Median wait for the GPU before a job's timing.")))
+                     "Median wait for the GPU before a job's timing."),
+                    ("alone_waiting", judge.get("alone_waiting", 0),
+                     "Jobs waiting to run again with the pool to themselves (out-of-memory confirmations)."),
+                    ("alone_reruns", judge.get("alone_wait", {}).get("n", 0),
+                     "Jobs run again alone so far (of the last 1000)."),
+                    ("alone_wait_max_seconds", judge.get("alone_wait", {}).get("max_s", 0),
+                     "Longest wait of a job for the pool to itself.")))
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
 
     return app
