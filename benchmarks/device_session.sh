@@ -91,6 +91,8 @@ for arg in "$@"; do
         --only level1_relu level1_softmax level1_layernorm level2_gemm_relu --out "$OUT/probe_agreement" ;;
     judge-agreement)  # every genuine Triton solution, do_bench over VALUE_SETS input value sets; KERNEL_GYM_RUNNER_PROBE=1 adds the runners' own readings
       timeout "$T" python3 benchmarks/bench_judge.py agreement --repeats ${VALUE_SETS:-8} --out "$OUT" ;;
+    runner-start)  # a runner ready: fresh interpreter vs forked from the fork server, on cuda (and one evaluation each)
+      timeout "$T" python3 benchmarks/bench_runner_start.py --device cuda --n ${N_STARTS:-5} --out "$OUT" ;;
     forkserver-cuda)  # the judge's GPU tests with cuda runners forked from the fork server (judge/spawner.py)
       KERNEL_GYM_FORKSERVER=1 timeout "$T" python3 -m pytest -m gpu tests/gpu/test_judge_gpu.py -p no:cacheprovider -q -rfE ;;
     gpu-shapes)  # #22: the CUDA forms of the regression set and the profiler share on the device
