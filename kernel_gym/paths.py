@@ -1,11 +1,13 @@
 """Where things live: packaged data (`kernel_gym/_data/<name>` in a wheel, `<checkout>/<name>` in a checkout), the
-machine's cache (`$KERNEL_GYM_CACHE`, default `~/.cache/kernel_gym`), and the sweep of folders whose process died."""
+machine's cache (`$KERNEL_GYM_CACHE`, default `~/.cache/kernel_gym`), the sweep of folders whose process died, and
+the address of a Unix socket whatever its folder's length."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 _PACKAGE = Path(__file__).resolve().parent
@@ -37,3 +39,21 @@ def sweep_dead(folders: Iterable[Path], owner: Callable[[Path], int]) -> int:
             shutil.rmtree(folder, ignore_errors=True)
             removed += 1
     return removed
+
+
+UNIX_PATH_MAX = 107  # bytes of a socket's path Linux takes (sun_path is 108, with its NUL)
+
+
+@contextlib.contextmanager
+def unix_address(path: Path) -> Iterator[str]:
+    """An address to bind or connect a Unix socket at `path`: the path itself, or, when it is longer than Linux
+    takes (a deep $KERNEL_GYM_JUDGE_DIR or temporary folder), the same file reached through an open descriptor of
+    its folder (`/proc/self/fd/N/name`), valid while the context is open."""
+    if len(os.fsencode(str(path))) <= UNIX_PATH_MAX:
+        yield str(path)
+        return
+    fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        yield f"/proc/self/fd/{fd}/{path.name}"
+    finally:
+        os.close(fd)

@@ -23,6 +23,7 @@ from typing import Any
 from kernel_gym.errors import SandboxError
 from kernel_gym.eval.job import EvalJob
 from kernel_gym.eval.result import EvalResult, Outcome
+from kernel_gym.paths import unix_address
 
 START_TIMEOUT_S = 240.0
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
@@ -61,7 +62,8 @@ def socket_path(device: str, gpu: int | None = None) -> Path:
 def _connect(path: Path) -> socket.socket | None:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        sock.connect(str(path))
+        with unix_address(path) as address:
+            sock.connect(address)
         return sock
     except OSError:
         sock.close()

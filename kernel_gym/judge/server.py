@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kernel_gym.paths import unix_address
+
 log = logging.getLogger(__name__)
 
 
@@ -134,7 +136,8 @@ class JudgeServer:
         except FileNotFoundError:
             pass
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        listener.bind(str(self.socket_path))
+        with unix_address(self.socket_path) as address:  # (a long folder is reached through its descriptor)
+            listener.bind(address)
         os.chmod(self.socket_path, 0o600)  # this user's clients only
         listener.listen(64)
         listener.settimeout(1.0)
