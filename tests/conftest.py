@@ -79,6 +79,19 @@ if os.environ.get("KERNEL_GYM_REQUIRE_OPTIONAL") == "1":
     pytest.importorskip = _require
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto` (pyproject's addopts): how many processes run the tests. $KERNEL_GYM_TEST_WORKERS if set; none on a
+    machine with a GPU (GPU tests time kernels: each wants the GPU to itself); else one per core, at most 4 (most
+    tests start a judge's runners or compilers of their own, which want the cores too)."""
+    if os.environ.get("KERNEL_GYM_TEST_WORKERS"):
+        return int(os.environ["KERNEL_GYM_TEST_WORKERS"])
+    import torch
+
+    if torch.cuda.is_available():
+        return 0
+    return min(4, len(os.sched_getaffinity(0)))
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     gpu_items = [item for item in items if item.get_closest_marker("gpu") is not None]
     if not gpu_items:
