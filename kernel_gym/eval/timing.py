@@ -16,8 +16,9 @@ import contextlib
 import fcntl
 import os
 import statistics
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -271,6 +272,43 @@ LOCK_TIMEOUT_S = float(os.environ.get("KERNEL_GYM_LOCK_TIMEOUT_S", "30"))
 not make other jobs time out: past this wait a stage runs without the lock, and says so."""
 
 
+class _Line:
+    """First come, first served among one process's timers of one GPU (the machine's judge times every client's
+    jobs): only the first in line goes for the machine-wide lock; a waiter that gives up leaves the line."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._waiting: collections.deque[object] = collections.deque()
+
+    @contextlib.contextmanager
+    def first(self, deadline: float) -> Iterator[bool]:
+        """Wait to be first in line (until `deadline`); yields whether it was reached. Leaves the line on exit."""
+        me = object()
+        with self._cond:
+            self._waiting.append(me)
+            while self._waiting[0] is not me:
+                remaining = deadline - _perf_counter()
+                if remaining <= 0:
+                    break
+                self._cond.wait(min(remaining, 1.0))  # (an endless deadline is inf)
+            reached = self._waiting[0] is me
+        try:
+            yield reached
+        finally:
+            with self._cond:
+                self._waiting.remove(me)
+                self._cond.notify_all()
+
+
+_LINES: dict[Path, _Line] = {}
+_LINES_LOCK = threading.Lock()
+
+
+def _line(path: Path) -> _Line:
+    with _LINES_LOCK:
+        return _LINES.setdefault(path, _Line())
+
+
 def _acquire(handle: Any, mode: int, deadline: float) -> bool:
     while True:
         try:
@@ -290,7 +328,8 @@ def device_lock(device: torch.device, *, exclusive: bool, timeout_s: float | Non
 
     `fcntl` locks on `$KERNEL_GYM_CACHE/locks/gpu-<uuid>.lock` (keyed by the GPU's UUID, whatever
     CUDA_VISIBLE_DEVICES says); the kernel releases them if the holder dies. A turnstile (`.gate`) gives a waiting
-    timer priority: new shared holders queue behind it, so timing is never starved. A wait is bounded by
+    timer priority: new shared holders queue behind it, so timing is never starved. The timers of one process (the
+    machine's judge, timing every client's jobs) go first come, first served (`_Line`). A wait is bounded by
     `LOCK_TIMEOUT_S` (KERNEL_GYM_LOCK_TIMEOUT_S, 30 s). KERNEL_GYM_TIMING_LOCK=0 turns the lock off. Yields a
     `LockWait`. A no-op on cpu (wall-clock timing there is informational)."""
     paths = _lock_paths(device)
@@ -301,15 +340,16 @@ def device_lock(device: torch.device, *, exclusive: bool, timeout_s: float | Non
     with open(paths[0], "a") as main, open(paths[1], "a") as gate:
         t0 = _perf_counter()
         acquired = False
-        if _acquire(gate, fcntl.LOCK_EX, deadline):
-            if exclusive:
-                try:
-                    acquired = _acquire(main, fcntl.LOCK_EX, deadline)
-                finally:
-                    fcntl.flock(gate, fcntl.LOCK_UN)
-            else:
-                fcntl.flock(gate, fcntl.LOCK_UN)
-                acquired = _acquire(main, fcntl.LOCK_SH, deadline)
+        if exclusive:  # in this process's line first; the first in line holds the turnstile, then takes the lock
+            with _line(paths[0]).first(deadline) as first:
+                if first and _acquire(gate, fcntl.LOCK_EX, deadline):
+                    try:
+                        acquired = _acquire(main, fcntl.LOCK_EX, deadline)
+                    finally:
+                        fcntl.flock(gate, fcntl.LOCK_UN)
+        elif _acquire(gate, fcntl.LOCK_EX, deadline):
+            fcntl.flock(gate, fcntl.LOCK_UN)
+            acquired = _acquire(main, fcntl.LOCK_SH, deadline)
         try:
             yield LockWait(_perf_counter() - t0, acquired)
         finally:
