@@ -11,7 +11,8 @@
   fresh input values and takes the median; so does this side: `repeats` value sets (seeds 1, 2, ...), one do_bench
   run of 200 ms each, the median of their medians. (Some kernels' runtimes depend on the values: the Triton
   conv_relu_pool solution reads 6.68-6.90 ms over 10 value sets in one process, its cuDNN reference 0.1 %; one value
-  set against the judge's median of 10 was a 4 % difference that was the values, not the clock.) Prints a markdown table for benchmarks/RESULTS.md and writes JSON.
+  set against the judge's median of 10 was a 4 % difference that was the values, not the clock.) Prints a markdown
+  table for benchmarks/RESULTS.md and writes JSON.
 - hang: a level1/relu solution whose kernel never ends from its fifth call on
   (tests/solutions/faulty/relu_hangs_from_fifth_call.py), judged by a one-slot pool: the time from submission to
   its `timeout` verdict, and the next genuine job's time on the same slot against the same job's time before the

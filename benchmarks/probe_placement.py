@@ -54,7 +54,7 @@ def main() -> None:
             model = cand.ModelNew(*init)
         model = model.cuda().eval()
         torch.manual_seed(1)
-        host = [v for v in module.get_inputs()]
+        host = list(module.get_inputs())
         rng = random.Random(7)
         ms, pads = [], []
         for _ in range(args.trials):

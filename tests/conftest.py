@@ -178,6 +178,22 @@ def relu_code():
 
 
 @pytest.fixture(scope="session")
+def oom_once():
+    """oom_once(flag) -> lines to put before a solution: its first evaluation raises CUDA's out-of-memory error (as
+    if another job held the memory) and creates `flag` (a file under `runner_scratch`); later evaluations run."""
+
+    def make(flag: pathlib.Path) -> str:
+        return textwrap.dedent(f"""
+            import os
+            if not os.path.exists({str(flag)!r}):
+                open({str(flag)!r}, "w").close()
+                raise MemoryError("CUDA out of memory. Tried to allocate 512.00 MiB")
+            """)
+
+    return make
+
+
+@pytest.fixture(scope="session")
 def repo_root() -> pathlib.Path:
     return ROOT
 

@@ -76,23 +76,15 @@ def test_clients_share_one_judge_with_lone_client_verdicts(judge_dir):
     assert len(list(judge_dir.glob("judge-cpu-*.sock"))) == 1  # one judge served all three
 
 
-OOM_ONCE = """
-import os
-if not os.path.exists({flag!r}):  # the first evaluation runs out of memory (as if another job held it)
-    open({flag!r}, "w").close()
-    raise MemoryError("CUDA out of memory. Tried to allocate 512.00 MiB")
-"""
-
-
 @pytest.mark.timeout(600)
-def test_an_alone_rerun_shows_in_the_judges_status(judge_dir, runner_scratch):
+def test_an_alone_rerun_shows_in_the_judges_status(judge_dir, runner_scratch, oom_once):
     """An `oom` among other jobs is run again with the pool to itself: the judge's status (and /metrics) count the
     rerun and its wait, so a queue held up behind one is visible."""
     from kernel_gym.judge.client import JudgeClient
 
     genuine = (SOL / "level1_relu.py").read_text()
     slow = "import time\ntime.sleep(4)\n" + genuine
-    answers = results(client_process([slow, OOM_ONCE.format(flag=str(runner_scratch / "oom_once")) + genuine], slots=2))
+    answers = results(client_process([slow, oom_once(runner_scratch / "oom_once") + genuine], slots=2))
     assert [r["outcome"] for r in answers] == ["correct", "correct"], answers
     client = JudgeClient.for_device("cpu")
     status = client.status()

@@ -225,17 +225,8 @@ def test_judge_out_of_memory_is_run_again_not_a_verdict(monkeypatch, solution):
         pool.close()
 
 
-OOM_ONCE = '''
-import os
-FLAG = {flag!r}
-if not os.path.exists(FLAG):  # the first evaluation runs out of memory (as if other jobs held it), later ones not
-    open(FLAG, "w").close()
-    raise MemoryError("CUDA out of memory. Tried to allocate 512.00 MiB")
-'''
-
-
 @pytest.mark.timeout(300)
-def test_an_oom_verdict_among_other_jobs_is_confirmed_alone(runner_scratch, solution, monkeypatch):
+def test_an_oom_verdict_among_other_jobs_is_confirmed_alone(runner_scratch, solution, oom_once, monkeypatch):
     """An `oom` reached while another job was running may be the other job's memory: the job runs once more, with
     nothing else on the pool (the other job finishes first; new ones wait), and gets its real verdict; an `oom` with
     nothing else running stands."""
@@ -263,7 +254,7 @@ def test_an_oom_verdict_among_other_jobs_is_confirmed_alone(runner_scratch, solu
         other = threading.Thread(target=pool.evaluate, args=(make_job(slow),))
         other.start()
         time.sleep(1.0)
-        shared = pool.evaluate(make_job(OOM_ONCE.format(flag=str(flag)) + genuine))
+        shared = pool.evaluate(make_job(oom_once(flag) + genuine))
         other.join()
         assert shared.outcome is Outcome.CORRECT, shared.message
         assert shared.stage_ms["oom_reruns"] == 1
@@ -272,7 +263,7 @@ def test_an_oom_verdict_among_other_jobs_is_confirmed_alone(runner_scratch, solu
         assert first[1] < slow_span[2] <= rerun[1], spans  # the first run shared the pool, the rerun did not
         assert shared.stage_ms["alone_wait"] > 500, shared.stage_ms  # its wait for the other job, reported
         alone_flag = runner_scratch / "oom_alone"
-        alone = pool.evaluate(make_job(OOM_ONCE.format(flag=str(alone_flag)) + genuine))
+        alone = pool.evaluate(make_job(oom_once(alone_flag) + genuine))
         assert alone.outcome is Outcome.OOM and "oom_reruns" not in alone.stage_ms, alone.message
     finally:
         pool.close()
