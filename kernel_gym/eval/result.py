@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +48,7 @@ class Timing:
     method: str  # the judge's clock: "judge_cuda_events+gate", "judge_cuda_events+device_sync", "judge_wall_clock"
     speedup_rel_se: float = 0.0  # estimated relative standard error of the speedup (from both medians' MADs)
     gate_ms: float = 0.0  # median launch gate before each timed call (cuda; 0: none)
+    resolution_ms: float = 0.0  # the clock's resolution: no reading is below it (0: not reported)
 
     @property
     def speedup(self) -> float:
@@ -78,7 +80,9 @@ class EvalResult:
         return self.timing.speedup if (self.timing and self.correct) else None
 
     def to_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
+        """Plain JSON data (strict: a float that is not finite, which the judge never reports in a timing, is
+        written as null, so one odd value cannot make a batch's response unencodable)."""
+        d = _finite(dataclasses.asdict(self))
         d["outcome"] = self.outcome.value
         return d
 
@@ -95,3 +99,13 @@ class EvalResult:
 
     def replace(self, **changes: Any) -> EvalResult:
         return dataclasses.replace(self, **changes)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_finite(v) for v in value)
+    return value

@@ -6,7 +6,9 @@ shared buffers (before that they hold the previous call's: no work can start ear
 runner's work; its copy of the outputs into the judge's buffers; the end, after which the judge reads them (a
 "done" before the copy reads as unwritten outputs). The fixed part (the cross-process hand-over, the two copies)
 is measured by calls that do no work, on the reference's runner only (never on the candidate's, which could
-slow them down to enlarge what is subtracted), and subtracted from both sides' readings.
+slow them down to enlarge what is subtracted), and subtracted from both sides' readings. The spread of those calls
+is the clock's resolution: a reading is never below it (work shorter than the hand-over's own jitter cannot be told
+from that jitter), so no side ever reads 0 ms and no speedup or standard error is infinite.
 
 - cpu: the judge's host clock around staging, request and reply.
 - cuda: the judge's own timing events, ordered against the runner's work with interprocess events. The judge
@@ -36,15 +38,25 @@ _perf_counter = time.perf_counter
 GATE_MAX_MS = 5.0
 CALIBRATION_CALLS = 16  # calls per clock that measure its fixed part (stable to ~1 µs on H100/H200)
 GATE_RETAKES = 4  # a reading whose gate ran out early is taken again, at most this many times
+RESOLUTION_MIN_MS = 1e-3  # the finest resolution a clock claims: 1 µs (CUDA events resolve ~0.5 µs)
 
 
-class WallClock:
+class _Clock:
+    """What both clocks share: the fixed part subtracted from every reading and the resolution it is floored at."""
+
+    fixed = 0.0  # ms subtracted from every reading (the calibration's median)
+    resolution = RESOLUTION_MIN_MS  # ms: no reading is below this (the calibration's robust spread)
+
+    def reading(self, ms: float) -> float:
+        return max(ms - self.fixed, self.resolution)
+
+
+class WallClock(_Clock):
     method = "judge_wall_clock"
     gated = False
 
     def __init__(self, device: torch.device):
         self.device = device
-        self.fixed = 0.0  # ms subtracted from every reading (the calibration's median)
         self.misses = 0
 
     def bind(self, runner: Any, deadline: float) -> None:
@@ -60,13 +72,13 @@ class WallClock:
             stage()
         reply = runner.request(op, deadline=deadline, timed=True, **fields)
         ms = (_perf_counter() - t0) * 1e3
-        return Sample(max(ms - self.fixed, 0.0), ms), reply
+        return Sample(self.reading(ms), ms), reply
 
     def timed(self, take: Callable[[], tuple[Sample, dict]]) -> tuple[Sample, dict]:
         return take()  # no gate to miss
 
 
-class CudaClock:
+class CudaClock(_Clock):
     def __init__(self, device: torch.device, l2_flush_mb: int = 256, gate: bool = True):
         self.device = device
         self._flush = torch.empty(l2_flush_mb * (1 << 20) // 4, dtype=torch.int32, device=device)
@@ -76,7 +88,6 @@ class CudaClock:
         self._leads: collections.deque[float] = collections.deque(maxlen=8)
         self.gate_ms = 0.5 if gate else 0.0
         self._events: dict[int, tuple[torch.cuda.Event, ...]] = {}
-        self.fixed = 0.0  # ms subtracted from every reading (the calibration's median)
         self.misses = 0  # readings retaken because the gate ran out before everything was queued
 
     def bind(self, runner: Any, deadline: float) -> None:
@@ -120,7 +131,7 @@ class CudaClock:
             self._leads.append(lead)
             self.gate_ms = min(GATE_MAX_MS, max(GATE_MIN_MS, 1.5 * max(self._leads) + 0.05))
         host = max((t1 - t0) * 1e3 - gate_ms, 0.0)
-        return Sample(max(start.elapsed_time(end) - self.fixed, 0.0), host, gate_ms, lead, missed), reply
+        return Sample(self.reading(start.elapsed_time(end)), host, gate_ms, lead, missed), reply
 
     def timed(self, take: Callable[[], tuple[Sample, dict]]) -> tuple[Sample, dict]:
         """`take()` (one timed call, from staging on) until its reading is valid, at most GATE_RETAKES more times
@@ -140,10 +151,13 @@ def calibrate(clock: WallClock | CudaClock, runner: Any, deadline: float, stage:
               slot_out: str | None, n: int = CALIBRATION_CALLS) -> list[float]:
     """The clock's fixed part, measured on `runner` (the reference's: the judge's own program) by `n` calls that
     do no work but everything else a timed call does (staged inputs, flush, hand-over, the outputs' copy); its
-    median (less the first quarter: the gate learning its length) is subtracted from every later reading."""
-    clock.fixed = 0.0
+    median (less the first quarter: the gate learning its length) is subtracted from every later reading, and their
+    robust spread (1.4826 × MAD, at least RESOLUTION_MIN_MS) is the clock's resolution: the floor of every reading."""
+    clock.fixed, clock.resolution = 0.0, 0.0
     readings = noop_readings(clock, runner, n, deadline, stage, slot_out)
-    clock.fixed = statistics.median(readings[n // 4:])
+    settled = readings[n // 4:]
+    clock.fixed = statistics.median(settled)
+    clock.resolution = max(RESOLUTION_MIN_MS, 1.4826 * statistics.median([abs(r - clock.fixed) for r in settled]))
     return readings
 
 
@@ -168,11 +182,11 @@ def fixed_cost(clock: WallClock | CudaClock, runner: Any, n: int = 200) -> dict[
     sides carry. Median and 10th/90th percentiles in ms, over `n` calls."""
     import time as _time
 
-    saved, clock.fixed = clock.fixed, 0.0
+    saved, clock.fixed, clock.resolution = (clock.fixed, clock.resolution), 0.0, 0.0
     try:
         readings = noop_readings(clock, runner, n, _time.monotonic() + 30)
     finally:
-        clock.fixed = saved
+        clock.fixed, clock.resolution = saved
     q = statistics.quantiles(readings, n=10)
     return {"median_ms": statistics.median(readings), "p10_ms": q[0], "p90_ms": q[-1], "n": float(n)}
 

@@ -62,12 +62,17 @@ def measure(jr: JudgeRun, gate: bool) -> Timing:
         jr.signals["gate_retakes"] = jr.signals.get("gate_retakes", 0.0) + float(jr.clock.misses)
     if jr.clock.fixed:  # the measured fixed part taken off every reading (both sides), reported
         jr.signals["clock_fixed_ms"] = round(jr.clock.fixed, 5)
+    floor = jr.clock.resolution
+    at_floor = sum(ms <= floor for ms in rt + bt)
+    if at_floor:  # readings within the hand-over's jitter, read as the clock's resolution (never as 0 ms)
+        jr.signals["readings_at_resolution"] = float(at_floor)
     if os.environ.get("KERNEL_GYM_RUNNER_PROBE") and jr.device.type == "cuda":
         probe(jr, cand_samples, ref_samples)
     se = (median_rel_se(rt) ** 2 + median_rel_se(bt) ** 2) ** 0.5 if len(rt) >= 3 else 0.0
     gate_ms = median([s.gate_ms for s in cand_samples + ref_samples])
     return Timing(runtime_ms=median(rt), baseline_ms=median(bt), runtime_cv=cv(rt), baseline_cv=cv(bt),
-                  trials=len(rt), method=jr.clock.method, speedup_rel_se=round(se, 6), gate_ms=round(gate_ms, 4))
+                  trials=len(rt), method=jr.clock.method, speedup_rel_se=round(se, 6), gate_ms=round(gate_ms, 4),
+                  resolution_ms=round(floor, 6))
 
 
 def probe(jr: JudgeRun, cand_samples: list[Any], ref_samples: list[Any]) -> None:

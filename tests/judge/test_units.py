@@ -159,3 +159,52 @@ def test_a_round_with_host_time_left_in_it_does_not_count():
     jr.signals = {}
     cand, ref = rounds(jr, "main")
     assert len(cand) == 1 and jr.signals["rounds_dropped"] == 3.0  # (max_timing 4: 3 dropped, the 4th counts)
+
+
+def test_a_reading_within_the_hand_overs_jitter_is_the_clocks_resolution_never_zero():
+    """On a loaded machine the calibration's no-op calls can take longer than a fast call does later: the reading
+    less the fixed part would be 0 ms or below, and a 0 ms median made the speedup and its standard error infinite
+    (a reward of inf; a service response that could not be encoded). A reading is floored at the clock's
+    resolution, the calibration's robust spread, and everything built from it is finite."""
+    import json
+    import math
+    import time as _time
+
+    import torch
+
+    from kernel_gym.eval.result import EvalResult, Outcome, Timing
+    from kernel_gym.eval.timing import cv, median, median_rel_se
+    from kernel_gym.judge.clock import RESOLUTION_MIN_MS, WallClock, calibrate
+
+    class Runner:  # no-op calls slow (a busy machine during calibration), real calls fast
+        def __init__(self):
+            self.noop_s = iter([0.004, 0.006] * 16)
+
+        def request(self, op, **fields):
+            _time.sleep(next(self.noop_s) if op == "noop" else 0.0005)
+            return {}
+
+    clock, runner = WallClock(torch.device("cpu")), Runner()
+    calibrate(clock, runner, _time.monotonic() + 30, lambda: None, None)
+    assert 4.0 < clock.fixed < 7.0 and clock.resolution >= RESOLUTION_MIN_MS
+    readings = [clock.time(runner, {}, 0.0)[0].ms for _ in range(5)]
+    assert readings == [clock.resolution] * 5  # not 0: every call of both sides is at least the resolution
+    rt = bt = readings
+    se = (median_rel_se(rt) ** 2 + median_rel_se(bt) ** 2) ** 0.5
+    timing = Timing(median(rt), median(bt), cv(rt), cv(bt), 5, clock.method, se, 0.0, clock.resolution)
+    assert math.isfinite(timing.speedup) and math.isfinite(timing.speedup_rel_se) and timing.speedup == 1.0
+    json.dumps(EvalResult(Outcome.CORRECT, timing=timing).to_dict(), allow_nan=False)
+
+
+def test_a_result_is_strict_json_whatever_floats_it_holds():
+    """EvalResult.to_dict() is what the service sends and the logs keep: a non-finite float anywhere in it (a
+    signal, a mismatch's error) is written as null, so one odd value cannot make a whole batch's response fail."""
+    import json
+
+    from kernel_gym.eval.result import EvalResult, Mismatch, Outcome
+
+    result = EvalResult(Outcome.MISMATCH, mismatch=Mismatch(float("inf"), float("nan"), "x", 1, 2),
+                        signals={"a": float("-inf"), "b": 1.5})
+    d = json.loads(json.dumps(result.to_dict(), allow_nan=False))
+    assert d["mismatch"]["max_abs_err"] is None and d["signals"] == {"a": None, "b": 1.5}
+    assert EvalResult.from_dict(d).signals["b"] == 1.5
