@@ -48,6 +48,7 @@ for name, job in jobs:  # one at a time per client, as an env steps
                       "not_exclusive": r.signals.get("timing_not_exclusive", 0.0), "timing_ms": r.stage_ms.get("timing"),
                       "after_ms": r.stage_ms.get("after_timing_check"), "rounds": r.timing.trials if r.timing else None,
                       "gate_ms": r.timing.gate_ms if r.timing else None, "fixed_ms": r.signals.get("clock_fixed_ms"),
+                      "resolution_ms": r.timing.resolution_ms if r.timing else None,
                       "retakes": r.signals.get("gate_retakes", 0.0),
                       "cv": r.timing.runtime_cv if r.timing else None,
                       "runtime_ms": r.timing.runtime_ms if r.timing else None,

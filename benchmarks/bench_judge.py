@@ -122,6 +122,7 @@ def section_agreement(args: argparse.Namespace) -> dict:
                      "do_bench_runtime_ms": cand_ms, "do_bench_baseline_ms": ref_ms,
                      "diff_pct": 100 * (result.speedup / db - 1), "method": result.timing.method,
                      "rounds": result.timing.trials, "timing_stage_ms": result.stage_ms.get("timing"),
+                     "resolution_ms": result.timing.resolution_ms,
                      **{k: v for k, v in result.signals.items() if k.startswith("probe_") or k == "clock_fixed_ms"}})
         print(json.dumps(rows[-1]), flush=True)
     pool.close()
