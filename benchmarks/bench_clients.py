@@ -43,7 +43,7 @@ for r in range(repeats):
 for name, job in jobs:  # one at a time per client, as an env steps
     r = ev.evaluate(job)
     print(json.dumps({{"kernel": name, "outcome": r.outcome.value, "speedup": r.speedup,
-                      "message": r.message[:600] if r.outcome.value != "correct" else "",
+                      "message": r.message[:4000] if r.outcome.value != "correct" else "",
                       "queue_wait_ms": r.stage_ms.get("judge_queue_wait"), "gpu_wait_ms": r.stage_ms.get("gpu_lock_wait"),
                       "not_exclusive": r.signals.get("timing_not_exclusive", 0.0), "timing_ms": r.stage_ms.get("timing"),
                       "after_ms": r.stage_ms.get("after_timing_check"), "rounds": r.timing.trials if r.timing else None,

@@ -15,6 +15,11 @@ if ls .whl/*.whl >/dev/null 2>&1; then
 fi
 export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 KERNEL_GYM_CACHE=${KERNEL_GYM_CACHE:-/tmp/kgcache}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | tee -a "$OUT/session.log"
+if [ -n "${MEMWATCH:-}" ]; then  # GPU memory per process over the whole call (benchmarks/memwatch.sh)
+  bash benchmarks/memwatch.sh "$OUT/memwatch.log" & MEMWATCH_PID=$!
+  trap 'kill $MEMWATCH_PID 2>/dev/null; for f in $(find / -xdev -name "judge-cuda-*.log" 2>/dev/null); do
+    echo "=== $f" >> "$OUT/memwatch.log"; tail -c 20000 "$f" >> "$OUT/memwatch.log"; done' EXIT
+fi
 for arg in "$@"; do
   stage=${arg%%:*}; T=${STAGE_TIMEOUT_S:-400}
   [ "$stage" != "$arg" ] && T=${arg#*:}  # stage:seconds
