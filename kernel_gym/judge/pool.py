@@ -69,7 +69,8 @@ def _release_judge_memory(device: str) -> None:
     if device == "cuda":
         import torch
 
-        torch.cuda.empty_cache()  # what the failed job's buffers held goes back to the driver for the others
+        torch.cuda.ipc_collect()  # buffers shared with runners that have let go of them (torch keeps those apart)
+        torch.cuda.empty_cache()  # what the jobs' buffers held goes back to the driver for the others
 
 
 def native_threads(pid: int) -> int:
@@ -300,6 +301,18 @@ class WorkerPool:
         finally:
             for slot in slots:
                 self._idle.put(slot)
+
+    def release_memory(self) -> None:
+        """The judge's cached GPU memory back to the driver (its live buffers stay)."""
+        _release_judge_memory(self.device)
+
+    def reserved_mb(self) -> float:
+        """GPU memory the judge's process holds in torch's cache, live buffers included (0 on cpu)."""
+        if self.device != "cuda":
+            return 0.0
+        import torch
+
+        return round(torch.cuda.memory_reserved() / 2**20, 1)
 
     def ready_slots(self) -> int:
         """Slots whose runners have both said ready (without waiting for any)."""

@@ -6,8 +6,10 @@ vector envs, OpenRLHF agents, Ray actors, `kernel-gym serve`) over a unix socket
 Jobs from many clients are queued and scheduled fairly (round robin over the clients with work waiting, so none
 starves); up to `slots` jobs run at once: compiles in parallel on the CPU cores, correctness checks side by side on
 the GPU, timing always exclusive (a job waits for the GPU, and its wait is reported, never timed beside another).
-A client that goes away leaves nothing queued: its waiting jobs are dropped. With no client for `idle_exit_s`, the
-daemon exits (the next client starts another).
+A client that goes away leaves nothing queued: its waiting jobs are dropped. With no job for `IDLE_RELEASE_S` (5 s;
+`KERNEL_GYM_JUDGE_IDLE_RELEASE_S`), the judge gives the GPU memory it cached for its jobs' buffers back to the driver
+(clients that sit waiting for their next action, e.g. on an LLM's generation, should not keep tens of GiB from the
+GPU's other users); with no client for `idle_exit_s`, the daemon exits (the next client starts another).
 
 Protocol: JSON lines. `{"op": "evaluate", "id": N, "job": JOB}` -> `{"id": N, "result": RESULT}` (answers may come
 out of order); `{"op": "status"}` -> `{"status": {...}}`; `{"op": "warm"}` -> `{"warm": true}` once the runners of
@@ -103,6 +105,9 @@ class Connection:
                 self.open = False
 
 
+IDLE_RELEASE_S = float(os.environ.get("KERNEL_GYM_JUDGE_IDLE_RELEASE_S", "5") or 5)
+
+
 class JudgeServer:
     def __init__(self, device: str, gpu: int | None, slots: int, socket_path: Path, idle_exit_s: float = 600.0,
                  memory_limit_gb: float | None = None):
@@ -125,6 +130,9 @@ class JudgeServer:
         self.alone_waits: collections.deque[float] = collections.deque(maxlen=1000)
         self.per_client_done: collections.Counter[int] = collections.Counter()
         self.last_activity = time.monotonic()
+        self.last_job_end = time.monotonic()
+        self.holding = False  # jobs ran since the judge last gave its cached GPU memory back
+        self.idle_releases = 0
         self.started = time.time()
         self.stopping = threading.Event()
 
@@ -151,6 +159,7 @@ class JudgeServer:
                 except TimeoutError:
                     if self._idle():
                         break
+                    self._release_if_idle()
                     continue
                 with self.lock:
                     client = self.next_client
@@ -174,6 +183,18 @@ class JudgeServer:
             if busy:
                 self.last_activity = time.monotonic()
             return not busy and time.monotonic() - self.last_activity > self.idle_exit_s
+
+    def _release_if_idle(self) -> None:
+        """No job running or queued for IDLE_RELEASE_S since the last one ended: the judge's cached GPU memory goes
+        back to the driver (the runners give theirs back after every job)."""
+        with self.lock:
+            idle = (self.holding and not self.running and not sum(self.queue.depth().values())
+                    and time.monotonic() - self.last_job_end > IDLE_RELEASE_S)
+            if idle:
+                self.holding = False
+                self.idle_releases += 1
+        if idle:
+            self.pool.release_memory()
 
     def _client(self, conn: Connection) -> None:
         reader = conn.sock.makefile("rb")
@@ -233,16 +254,18 @@ class JudgeServer:
             wait = time.monotonic() - request.queued_at
             with self.lock:
                 self.running += 1
+                self.holding = True
                 self.waits.append(wait)
             try:
                 job = EvalJob.from_dict(request.job)
                 result = self.pool.evaluate(job)
             except Exception as e:  # noqa: BLE001 - a bad job or our own failure: an answer, never a hang
                 log.exception("judge: a job failed")
-                result = EvalResult(outcome=Outcome.CRASH, message=f"the judge failed on this job: {e}")
+                result = EvalResult(outcome=Outcome.CRASH, message=judge_failure_message(e))
             result = result.replace(stage_ms={**result.stage_ms, "judge_queue_wait": round(wait * 1e3, 3)})
             with self.lock:
                 self.running -= 1
+                self.last_job_end = time.monotonic()
                 self.done += 1
                 self.per_client_done[request.client] += 1
                 self.timing_waits.append(result.stage_ms.get("gpu_lock_wait", 0.0) / 1e3)
@@ -267,7 +290,21 @@ class JudgeServer:
                     "running": self.running, "done": self.done, "dropped": self.dropped,
                     "done_by_client": {str(k): v for k, v in self.per_client_done.items()},
                     "queue_wait": stats(self.waits), "timing_lock_wait": stats(self.timing_waits),
-                    "alone_wait": stats(self.alone_waits), "alone_waiting": self.pool.alone_waiting}
+                    "alone_wait": stats(self.alone_waits), "alone_waiting": self.pool.alone_waiting,
+                    "idle_releases": self.idle_releases, "gpu_reserved_mb": self.pool.reserved_mb()}
+
+
+def judge_failure_message(exc: BaseException) -> str:
+    """The crash message of a job the judge itself could not judge. Out of GPU memory after its retries (the last
+    with the pool to itself) means other processes hold the GPU's memory: the machine's failure, said so."""
+    from kernel_gym.judge.pool import judge_out_of_memory
+
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if judge_out_of_memory(exc):
+        return ("the judge could not get GPU memory for this job's inputs and outputs, even with its other jobs "
+                "finished: other processes on this GPU hold its memory (another judge, a trainer, leftover runs). "
+                f"This is an infrastructure failure, not the solution's: {first}")
+    return f"the judge failed on this job: {first}"
 
 
 def main(argv: list[str] | None = None) -> None:

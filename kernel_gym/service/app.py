@@ -254,7 +254,11 @@ def create_app(evaluator: Any, *, token: str | None = None, max_request_bytes: i
                     ("alone_reruns", judge.get("alone_wait", {}).get("n", 0),
                      "Jobs run again alone so far (of the last 1000)."),
                     ("alone_wait_max_seconds", judge.get("alone_wait", {}).get("max_s", 0),
-                     "Longest wait of a job for the pool to itself.")))
+                     "Longest wait of a job for the pool to itself."),
+                    ("gpu_reserved_bytes", int(judge.get("gpu_reserved_mb", 0) * 2**20),
+                     "GPU memory the judge's process holds (its jobs' buffers and torch's cache)."),
+                    ("idle_releases", judge.get("idle_releases", 0),
+                     "Times the judge gave its cached GPU memory back after going idle.")))
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
 
     return app

@@ -196,3 +196,28 @@ def test_runners_give_their_gpu_memory_back_between_jobs():
         pool.close()
     print(f"runners' GPU memory after a full-size relu job: {grown / 2**20:+.0f} MiB")
     assert grown < 256 * 2**20, grown
+
+
+@pytest.mark.timeout(600)
+def test_an_idle_judge_gives_its_gpu_memory_back(tmp_path, monkeypatch):
+    """The machine's judge holds its jobs' buffers (a full-size relu: inputs and outputs of 512 MB, for both sides)
+    in torch's cache; with 8 jobs at once an H100's judge reached 58 GiB. Once idle for IDLE_RELEASE_S it gives
+    them back, while its clients stay connected (an env waiting for the LLM's next action)."""
+    from kernel_gym.judge.client import JudgeClient, socket_path, stop_judge
+
+    monkeypatch.setenv("KERNEL_GYM_JUDGE_DIR", str(tmp_path / "judges"))
+    monkeypatch.setenv("KERNEL_GYM_JUDGE_IDLE_RELEASE_S", "2")
+    client = JudgeClient.for_device("cuda", gpu=0, slots=2)
+    try:
+        result = client.evaluate(job((SOL / "level1_relu.py").read_text()))
+        assert result.outcome is Outcome.CORRECT, result.message
+        held = client.status()["gpu_reserved_mb"]
+        deadline = time.monotonic() + 30
+        while client.status()["idle_releases"] == 0 and time.monotonic() < deadline:
+            time.sleep(0.5)
+        status = client.status()
+    finally:
+        client.close()
+        stop_judge(socket_path("cuda", 0))
+    print(f"judge's GPU memory after a full-size relu job: {held:.0f} MiB; idle: {status['gpu_reserved_mb']:.0f} MiB")
+    assert held > 1024 and status["idle_releases"] == 1 and status["gpu_reserved_mb"] < 64, (held, status)

@@ -77,6 +77,26 @@ def test_clients_share_one_judge_with_lone_client_verdicts(judge_dir):
 
 
 @pytest.mark.timeout(600)
+def test_an_idle_judge_gives_its_cached_memory_back_once(judge_dir, monkeypatch):
+    """Clients that wait for their next action (an LLM generating) keep no GPU memory in the judge: once no job has
+    run or waited for IDLE_RELEASE_S, the judge releases its cache, once per busy spell (on cpu the release itself
+    is a no-op; tests/gpu/test_judge_gpu.py checks the memory on a GPU)."""
+    from kernel_gym.judge.client import JudgeClient
+
+    monkeypatch.setenv("KERNEL_GYM_JUDGE_IDLE_RELEASE_S", "0.5")
+    client = JudgeClient.for_device("cpu")  # connected throughout: an idle client, not a gone one
+    assert client.status()["idle_releases"] == 0
+    assert [r["outcome"] for r in results(client_process([(SOL / "level1_relu.py").read_text()]))] == ["correct"]
+    deadline = time.monotonic() + 10
+    while client.status()["idle_releases"] == 0 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(2.5)  # idle for longer still: nothing more to give back
+    status = client.status()
+    client.close()
+    assert status["idle_releases"] == 1 and status["gpu_reserved_mb"] == 0.0, status
+
+
+@pytest.mark.timeout(600)
 def test_an_alone_rerun_shows_in_the_judges_status(judge_dir, runner_scratch, oom_once):
     """An `oom` among other jobs is run again with the pool to itself: the judge's status (and /metrics) count the
     rerun and its wait, so a queue held up behind one is visible."""
