@@ -208,3 +208,14 @@ def test_a_result_is_strict_json_whatever_floats_it_holds():
     d = json.loads(json.dumps(result.to_dict(), allow_nan=False))
     assert d["mismatch"]["max_abs_err"] is None and d["signals"] == {"a": None, "b": 1.5}
     assert EvalResult.from_dict(d).signals["b"] == 1.5
+
+
+def test_a_job_the_judge_cannot_place_says_it_is_the_machines_failure():
+    """Out of GPU memory after the judge's retries (the last with its pool to itself) means other processes hold
+    the GPU: the crash message says so, so a trainer can tell it from the solution's own failure."""
+    from kernel_gym.judge.server import judge_failure_message
+
+    oom = judge_failure_message(RuntimeError("CUDA out of memory. Tried to allocate 1024.00 MiB.\nProcess 1 has ..."))
+    assert "infrastructure failure, not the solution's" in oom and "Tried to allocate 1024.00 MiB." in oom
+    assert "Process 1" not in oom  # the first line only
+    assert judge_failure_message(KeyError("model")) == "the judge failed on this job: 'model'"
