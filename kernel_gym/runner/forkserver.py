@@ -31,6 +31,17 @@ def threads() -> int:
     return len(os.listdir("/proc/self/task"))
 
 
+def thread_names() -> list[str]:
+    """The kernel's names of this process's threads (what started a thread shows in its name)."""
+    names = []
+    for tid in sorted(os.listdir("/proc/self/task")):
+        try:
+            names.append(Path(f"/proc/self/task/{tid}/comm").read_text().strip())
+        except OSError:
+            pass
+    return names
+
+
 def _child(request: dict[str, Any], fd: int, device: str, server: Any) -> None:
     """In the forked runner: its own session, folder and environment, then the runner's program. Never returns."""
     code = 1
@@ -103,7 +114,8 @@ def serve(fd: int, device: str) -> None:
             continue
         if threads() != 1:  # forking a process with other threads can copy a lock mid-use: refuse, the judge spawns
             os.close(fds[0])
-            channel.send({"id": request.get("id"), "error": f"the fork server has {threads()} threads"})
+            channel.send({"id": request.get("id"),
+                          "error": f"the fork server has {threads()} threads ({', '.join(thread_names())})"})
             continue
         pid = os.fork()
         if pid == 0:
