@@ -30,3 +30,43 @@ def test_special_values_must_match_where_the_reference_has_them():
     expected = torch.tensor([1.0, float("inf"), float("nan")])
     assert compare_outputs(expected.clone(), expected, ATOL, RTOL, L2) is None
     assert compare_outputs(torch.tensor([1.0, 1.0, float("nan")]), expected, ATOL, RTOL, L2).n_bad == 1
+
+
+def test_a_comparison_in_chunks_says_what_a_whole_one_says(monkeypatch):
+    """The comparison runs CHUNK elements at a time (its temporaries were ~7 float32 copies of a whole output). Cut
+    into many small chunks or taken whole, every verdict, count, error and first bad index is the same: NaN/inf
+    placement, degenerate outputs, half precision, errors that straddle a chunk's edge."""
+    import random
+
+    from kernel_gym.eval import compare
+
+    random.seed(0)
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(300):
+        n = random.choice([1, 999, 1000, 1001, 4321])
+        dtype = random.choice([torch.float32, torch.float16, torch.bfloat16, torch.float64])
+        e = torch.randn(n, dtype=torch.float64, generator=gen) * 10 ** random.uniform(-3, 3)
+        g, mode = e.clone(), random.randrange(6)
+        idx = torch.randint(0, n, (max(1, n // 50),), generator=gen)
+        if mode == 0:
+            g += torch.randn(n, dtype=torch.float64, generator=gen) * 10 ** random.uniform(-8, 0)
+        elif mode == 1:
+            g.zero_()
+        elif mode == 2:
+            g[idx] = float("nan")
+        elif mode == 3:
+            e[idx] = g[idx] = float("nan")
+        elif mode == 4:
+            e[idx], g[idx] = float("inf"), random.choice([float("inf"), float("-inf"), 1.0])
+        g, e = g.to(dtype), e.to(dtype)
+        tol = random.choice([1e-2, 1e-4])
+        verdicts = []
+        for chunk in (1000, 1 << 30):
+            monkeypatch.setattr(compare, "CHUNK", chunk)
+            verdicts.append(compare_outputs(g, e, tol, tol, tol))
+        small, whole = verdicts
+        assert (small is None) == (whole is None), (small, whole)
+        if small is not None:
+            assert (small.kind, small.n_bad, small.where) == (whole.kind, whole.n_bad, whole.where)
+            assert math.isclose(small.max_abs_err, whole.max_abs_err, rel_tol=1e-6)
+            assert math.isclose(small.max_rel_err, whole.max_rel_err, rel_tol=1e-6)
