@@ -6,11 +6,13 @@
 Importing this package registers every environment id (see kernel_gym.registration) and touches no GPU.
 """
 
+from kernel_gym import forking
 from kernel_gym.registration import register_envs
 
 __version__ = "0.1.0"
 
 register_envs()
+forking.register()  # a forked child runs torch on one thread (GNU OpenMP hangs a child forked after use)
 
 
 def __getattr__(name: str):
