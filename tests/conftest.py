@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import os
 import pathlib
+import shutil
 import tempfile
 import textwrap
 
@@ -22,6 +23,25 @@ SOLUTIONS = ROOT / "tests" / "solutions"
 # allowed (set before any runner starts; the judge passes KERNEL_GYM_RUNNER_* variables to its runners).
 RUNNER_SCRATCH = pathlib.Path(tempfile.mkdtemp(prefix="kernel_gym_test_scratch_"))
 os.environ["KERNEL_GYM_RUNNER_WRITABLE"] = str(RUNNER_SCRATCH)
+
+# The machine's judges that tests start (on cuda every env's evaluator uses one) live in a folder of the session's
+# own and are stopped when it ends: tests never send jobs to a judge serving the machine's real clients, and leave
+# none behind holding the GPU (a judge exits only after 10 idle minutes; one left by the GPU tests held memory a
+# benchmark right after them needed). A KERNEL_GYM_JUDGE_DIR set by the caller is kept.
+SESSION_JUDGES = os.environ.get("KERNEL_GYM_JUDGE_DIR") is None
+if SESSION_JUDGES:
+    os.environ["KERNEL_GYM_JUDGE_DIR"] = tempfile.mkdtemp(prefix="kgj_")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if SESSION_JUDGES:
+        from kernel_gym.judge.client import stop_judge
+
+        folder = pathlib.Path(os.environ["KERNEL_GYM_JUDGE_DIR"])
+        for sock in folder.glob("*.sock"):
+            stop_judge(sock)
+        if exitstatus == 0:  # (kept after a failure: the judges' logs are in it)
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture
