@@ -6,6 +6,7 @@ name, so helpers are handed out as fixtures.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import pathlib
@@ -273,3 +274,20 @@ def openai_server():
     yield server
     httpd.shutdown()
     httpd.server_close()
+
+
+@contextlib.contextmanager
+def _closing_vector_env(envs):
+    try:
+        yield envs
+    except BaseException:
+        envs.close(terminate=True)  # a sub-env that hangs would make a plain close wait for it forever
+        raise
+    envs.close()
+
+
+@pytest.fixture
+def closing_vector_env():
+    """`with closing_vector_env(gym.vector.AsyncVectorEnv(...)) as envs:` closes it at the end, and terminates its
+    sub-envs when the test fails (a timeout included), where a plain close would wait for a hung one forever."""
+    return _closing_vector_env

@@ -366,13 +366,12 @@ def _make_cpu_env():
 
 
 @pytest.mark.timeout(180)
-def test_async_vector_env(respond, solution):
+def test_async_vector_env(respond, solution, closing_vector_env):
     import torch
 
     x = torch.randn(4_000_000)
     (x - x).abs().max()  # the parent has used torch's intra-op pool before it forks (tests/test_fork_safety.py)
-    envs = gym.vector.AsyncVectorEnv([_make_cpu_env, _make_cpu_env], shared_memory=False)
-    try:
+    with closing_vector_env(gym.vector.AsyncVectorEnv([_make_cpu_env, _make_cpu_env], shared_memory=False)) as envs:
         obs, infos = envs.reset(seed=0)
         assert len(obs) == 2 and all("level1/relu" in o for o in obs)
         action = respond(solution("level1/relu"))
@@ -380,10 +379,6 @@ def test_async_vector_env(respond, solution):
         assert infos["correct"].tolist() == [True, True]
         assert (rewards > 0.3).all() and not terminated.any() and not truncated.any()
         assert all("CORRECT." in o for o in obs)  # real text, not shared-memory '0's
-    except BaseException:
-        envs.close(terminate=True)  # a sub-env that hangs would make a plain close wait for it forever
-        raise
-    envs.close()
 
 
 # ---- configuration ----------------------------------------------------------------------------------------

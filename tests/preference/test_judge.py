@@ -214,7 +214,7 @@ def test_unpickled_judge_that_cannot_build_its_policy_gives_no_signal():
 
 
 @pytest.mark.timeout(240)
-def test_async_vector_env_with_a_judge_object(endpoint, respond, solution):
+def test_async_vector_env_with_a_judge_object(endpoint, respond, solution, closing_vector_env):
     import gymnasium as gym
 
     _Judge.answer = WRAPPER
@@ -222,8 +222,7 @@ def test_async_vector_env_with_a_judge_object(endpoint, respond, solution):
     make = functools.partial(gym.make, "kernel_gym:KernelRefine-v0", task="level1/relu", device="cpu", max_turns=2,
                              judge=judge)
     # "spawn" pickles the env factory (with "fork", Linux's default before Python 3.14, nothing is pickled)
-    envs = gym.vector.AsyncVectorEnv([make, make], shared_memory=False, context="spawn")
-    try:
+    with closing_vector_env(gym.vector.AsyncVectorEnv([make, make], shared_memory=False, context="spawn")) as envs:
         envs.reset(seed=0)
         action = respond(solution("level1/relu"))
         _, _, _, _, infos = envs.step((action, action))
@@ -231,8 +230,6 @@ def test_async_vector_env_with_a_judge_object(endpoint, respond, solution):
         assert [list(f) for f in infos["review_flags"]] == [["judge_not_genuine"]] * 2
         assert infos["signals"]["judge_genuine"].tolist() == [0.0, 0.0]
         assert len(_Judge.prompts) == 2  # each sub-env asked the endpoint through its own copy
-    finally:
-        envs.close()
     assert judge.calls == 0  # the parent's judge was never used, only copied
 
 
