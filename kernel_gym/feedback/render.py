@@ -41,7 +41,9 @@ def feedback_fields(result: EvalResult) -> dict[str, Any]:
     if result.timing is not None:
         t = result.timing
         fields.update(runtime_ms=t.runtime_ms, baseline_ms=t.baseline_ms, speedup=t.speedup, trials=t.trials,
-                      method=t.method, runtime_cv=t.runtime_cv, baseline_cv=t.baseline_cv)
+                      method=t.method, runtime_cv=t.runtime_cv, baseline_cv=t.baseline_cv,
+                      at_resolution=int(result.signals.get("readings_at_resolution", 0)),
+                      resolution_ms=t.resolution_ms)
     return fields
 
 

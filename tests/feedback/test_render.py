@@ -115,3 +115,13 @@ def test_feedback_texts():
     assert status_line(hack) == "rejected (decoy_kernel)"
     for outcome in Outcome:
         assert render_feedback(EvalResult(outcome, message="MSG", timing=timing)).strip()
+    assert "resolution" not in render_feedback(ok)
+
+
+def test_feedback_says_when_timings_were_at_the_clocks_resolution():
+    """Work shorter than the clock's jitter reads as its resolution (never 0 ms): the agent is told the speedup
+    says little, rather than chasing a number made of noise (tiny tasks on a loaded cpu machine)."""
+    timing = Timing(runtime_ms=0.02, baseline_ms=0.02, runtime_cv=0.0, baseline_cv=0.0, trials=3,
+                    method="judge_wall_clock", resolution_ms=0.02)
+    text = render_feedback(EvalResult(Outcome.CORRECT, timing=timing, signals={"readings_at_resolution": 5.0}))
+    assert "5 of the 6 timed runs were at the clock's resolution (0.02 ms)" in text, text
