@@ -50,13 +50,13 @@ def compare_outputs(got: Any, expected: Any, atol: float, rtol: float, max_rel_l
 CHUNK = 1 << 22  # elements compared at a time: the comparison's temporaries stay ~0.1 GiB whatever the output's size
 
 
-def _chunks(work: torch.dtype, *tensors: torch.Tensor):
-    """(offset, *chunks) over the flattened tensors, CHUNK elements at a time, in the working dtype. Whole, a
-    full-size output's comparison made ~7 float32 copies of it at once (a 512 MiB output, 3.8 GiB; the judge
-    compares up to 8 jobs' at once)."""
+def _chunks(work: torch.dtype | None, *tensors: torch.Tensor):
+    """(offset, *chunks) over the flattened tensors, CHUNK elements at a time, in the working dtype (None: their
+    own). Whole, a full-size output's comparison made ~7 float32 copies of it at once (a 512 MiB output, 3.8 GiB;
+    the judge compares up to 8 jobs' at once)."""
     flat = [t.reshape(-1) for t in tensors]
     for start in range(0, flat[0].numel(), CHUNK):
-        yield (start, *(t[start:start + CHUNK].to(work) for t in flat))
+        yield (start, *(t[start:start + CHUNK] if work is None else t[start:start + CHUNK].to(work) for t in flat))
 
 
 def _sq(x: torch.Tensor) -> torch.Tensor:
@@ -124,9 +124,7 @@ def tensors_equal(a: Any, b: Any) -> bool:
         if isinstance(x, torch.Tensor):
             if not isinstance(y, torch.Tensor) or x.shape != y.shape or x.dtype != y.dtype:
                 return False
-            xf, yf = x.reshape(-1), y.reshape(-1)  # CHUNK elements at a time: no whole copies of a large input
-            for start in range(0, xf.numel(), CHUNK):
-                xc, yc = xf[start:start + CHUNK], yf[start:start + CHUNK]
+            for _, xc, yc in _chunks(None, x, y):  # a chunk at a time: no whole copies of a large input
                 if not torch.equal(xc.nan_to_num(0.0), yc.nan_to_num(0.0)):
                     return False
     return True
