@@ -84,6 +84,7 @@ def ours(actions: list[tuple[str, str]], backend: str, workers: int) -> dict:
     return {"workers": workers, "startup_s": round(startup, 2), "wall_s": round(wall, 2), "n": len(jobs),
             "per_action_s": round(wall / len(jobs), 3),
             "outcomes": dict(Counter(r.outcome.value for r in results)),
+            "runners_replaced": sum(bool(getattr(r, "worker_recycled", False)) for r in results),
             "stage_median_ms": {s: round(statistics.median(r.stage_ms[s] for r in results if s in r.stage_ms), 1)
                                 for s in stages},
             "speedups": [r.speedup for r in results]}

@@ -102,15 +102,21 @@ for arg in "$@"; do
       KERNEL_GYM_FORKSERVER=1 timeout "$T" python3 -m pytest -m gpu tests/gpu/test_judge_gpu.py -p no:cacheprovider -q -rfE ;;
     gpu-shapes)  # #22: the CUDA forms of the regression set and the profiler share on the device
       timeout "$T" python3 -m pytest -m gpu tests/anti_hacking/test_gpu_shapes.py -p no:cacheprovider -q -rfE ;;
-    throughput-triton-old|throughput-cuda-old)  # the same benchmark from main 9cb1555 (.whl/old_main.tar), same machine
+    throughput-triton-old|throughput-cuda-old)  # the same benchmark from main 9cb1555 (.whl/old_main.tar), same machine;
+      # OLD_STOCK_SAMPLE=0 skips its stock-harness sample (the new stage measures the stock harness once)
       kind=${stage#throughput-}; kind=${kind%-old}
       rm -rf /tmp/old && mkdir -p /tmp/old && tar -xf .whl/old_main.tar -C /tmp/old
       (cd /tmp/old && PYTHONPATH=/tmp/site:/tmp/old timeout "$T" python3 benchmarks/bench_speed.py throughput \
-        --kind "$kind" --n ${N_ACTIONS:-32} --stock-sample 1 --workers 8 --out "$OUT/old_$kind") ;;
-    throughput-triton-new|throughput-cuda-new)
-      kind=${stage#throughput-}; kind=${kind%-new}
-      timeout "$T" python3 benchmarks/bench_speed.py throughput --kind "$kind" --n ${N_ACTIONS:-32} --stock-sample 1 \
-        --workers 8 --out "$OUT/new_$kind" ;;
+        --kind "$kind" --n ${N_ACTIONS:-32} --stock-sample ${OLD_STOCK_SAMPLE:-1} --workers 8 --out "$OUT/old_$kind") ;;
+    throughput-triton-new|throughput-cuda-new|throughput-cuda-nospare)  # nospare: no build process started ahead
+      kind=${stage#throughput-}; kind=${kind%-*}
+      spares=${KERNEL_GYM_SPARE_BUILDERS:-8}; [ "$stage" = throughput-cuda-nospare ] && spares=0
+      judges=$(mktemp -d /tmp/kgj_XXXX)  # a judge of its own, started with this stage's settings, stopped after
+      KERNEL_GYM_JUDGE_DIR=$judges KERNEL_GYM_SPARE_BUILDERS=$spares timeout "$T" python3 benchmarks/bench_speed.py \
+        throughput --kind "$kind" --n ${N_ACTIONS:-32} --stock-sample ${NEW_STOCK_SAMPLE:-1} --workers 8 \
+        --out "$OUT/${stage#throughput-}"
+      python3 -c "import pathlib, sys; from kernel_gym.judge.client import stop_judge
+for s in pathlib.Path(sys.argv[1]).glob('*.sock'): stop_judge(s)" "$judges" ;;
     *) echo "unknown stage $stage"; false ;;
   esac; } 2>&1 | tee -a "$OUT/session.log"  # one log: the device tool brings back at most 8 files
   echo "=== $stage rc=$? $(date -u +%T)" | tee -a "$OUT/session.log"

@@ -33,14 +33,15 @@ def _load_inline(unique: str, params: dict[str, Any], staging: Path) -> None:
     ext.load_inline(unique, build_directory=str(build_dir), **params)
 
 
-def build(name: str, params: dict[str, Any], staging: Path) -> str:
+def build(name: str, params: dict[str, Any], staging: Path, fast: bool = True) -> str:
     """Build `params` (load_inline's keyword arguments) under `staging`; the name of the attempt that built. The
-    fast attempts are optimisations: the stock build's error, if any, is the candidate's."""
+    fast attempts (`fast`: the judge's KERNEL_GYM_FAST_BUILD) are optimisations: the stock build's error, if any, is
+    the candidate's."""
     from kernel_gym.eval import fast_build
 
     params = {**params, "verbose": False}
     try:  # the header caches may be out of reach (a build process that dropped its uid cannot write them)
-        fast, changes = fast_build.fast_params(params) if fast_build.enabled() else (None, {})
+        fast, changes = fast_build.fast_params(params) if fast else (None, {})
     except OSError as e:
         log.info("no fast build (%s): building the stock way", e)
         fast, changes = None, {}
@@ -67,13 +68,19 @@ def build(name: str, params: dict[str, Any], staging: Path) -> str:
 def main() -> None:
     from kernel_gym.sandbox import limits
 
+    limits.die_with_parent()
+    # the imports first: a build process started ahead (judge/builds.py, SpareBuilders) waits here, ready
+    import torch.utils.cpp_extension  # noqa: F401
+
+    from kernel_gym.eval import fast_build  # noqa: F401
+
     request = json.loads(sys.stdin.read())
     staging = Path(request["staging"])
     result: dict[str, Any]
     try:
-        limits.die_with_parent()
         limits.confine(staging, request.get("device", "cpu"), "builder")
-        result = {"ok": True, "module": build(request["name"], request["params"], staging)}
+        result = {"ok": True, "module": build(request["name"], request["params"], staging,
+                                             fast=request.get("fast", True) is not False)}
     except Exception as e:  # noqa: BLE001 - a failed build is an answer, not a crash
         result = {"ok": False, "log": str(e) or type(e).__name__}
     sys.stdout.write("\n" + json.dumps(result) + "\n")

@@ -13,6 +13,10 @@ A candidate's runner calls `load_inline` while it imports the solution (or const
    that folder into `$KERNEL_GYM_CACHE/extensions/<name>` (atomic: a folder there is always a whole build);
 4. answers with the folder and module name, from which the runner imports the module (read-only to it).
 
+A build process costs a Python start and torch's import (~2 s, more on a machine busy compiling) before its first
+compiler runs; on cuda the judge keeps started ones in reserve (`SpareBuilders`: as many as builds ran at once, up to
+`KERNEL_GYM_SPARE_BUILDERS`, default 8; none on cpu unless asked), each with its imports done, waiting for a request.
+
 What a candidate can no longer do: plant a library, a precompiled header or a light header in a shared cache that a
 later job would load (docs/anti-hacking.md). What it still decides is its own inputs: a source that includes a file
 elsewhere on the machine is built from that file's contents at the time.
@@ -31,7 +35,10 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -190,11 +197,10 @@ def _swept_once(root: Path) -> int:
 
 def _build_now(unique: str, params: dict[str, Any], device: str, chain: dict[str, str], final: Path,
                deadline: float, t0: float) -> dict[str, Any]:
-    (final.parent / ".staging").mkdir(parents=True, exist_ok=True)
-    _swept_once(final.parent)
-    staging = Path(tempfile.mkdtemp(prefix=f"{unique}.{os.getpid()}.", dir=final.parent / ".staging"))
+    builder = SPARES.take(device, chain, final.parent)
+    staging = builder.staging
     try:
-        answer = _run_builder(unique, params, device, chain, staging, deadline)
+        answer = _run_builder(builder, unique, params, device, deadline)
         if not answer.get("ok"):
             return {"ok": False, "log": trim(str(answer.get("log") or "the build failed"))}
         module = str(answer.get("module") or "")
@@ -207,23 +213,131 @@ def _build_now(unique: str, params: dict[str, Any], device: str, chain: dict[str
         os.rename(built, final)
         return {"ok": True, "directory": str(final), "module": module, "cached": False, "seconds": seconds}
     finally:
+        SPARES.done(device, chain, final.parent)
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def _run_builder(unique: str, params: dict[str, Any], device: str, chain: dict[str, str], staging: Path,
-                 deadline: float) -> dict[str, Any]:
+@dataclass
+class Builder:
+    """A started build process (`judge/builder.py`) and its staging folder; it imports torch, then waits for its
+    one request on stdin."""
+
+    proc: subprocess.Popen
+    staging: Path
+
+
+def start_builder(device: str, chain: dict[str, str], root: Path) -> Builder:
     from kernel_gym.sandbox import limits
 
+    (root / ".staging").mkdir(parents=True, exist_ok=True)
+    _swept_once(root)
+    # named <what>.<judge pid>.<random>, as sweep_staging expects
+    staging = Path(tempfile.mkdtemp(prefix=f"build.{os.getpid()}.", dir=root / ".staging"))
     env = limits.worker_environment(staging, device, None, str(Path(__file__).resolve().parents[2]))
     env.pop("TRITON_INTERPRET", None)
     if chain["arch"]:
         env["TORCH_CUDA_ARCH_LIST"] = chain["arch"]  # the judge's GPU: the builder itself sees none
     env["CUDA_VISIBLE_DEVICES"] = ""
     env["MAX_JOBS"] = env.get("MAX_JOBS", "2")  # ninja's parallelism: a load_inline build has two files
-    request = json.dumps({"name": unique, "params": params, "staging": str(staging), "device": device})
     proc = subprocess.Popen([sys.executable, "-m", "kernel_gym.judge.builder"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=staging,
                             start_new_session=True)
+    return Builder(proc, staging)
+
+
+def _stop_builder(builder: Builder) -> None:
+    try:
+        os.killpg(builder.proc.pid, signal.SIGKILL)  # the compilers it started, too
+    except (ProcessLookupError, PermissionError):
+        pass
+    builder.proc.wait()
+    for stream in (builder.proc.stdin, builder.proc.stdout, builder.proc.stderr):
+        if stream is not None:
+            stream.close()
+    shutil.rmtree(builder.staging, ignore_errors=True)
+
+
+class SpareBuilders:
+    """Build processes started ahead, per (device, toolchain, cache): a build takes a waiting one (its imports done)
+    and a new one starts in its place. The reserve grows to the most builds that ran at once, up to `limit`.
+    Spares are started from one long-lived thread: a build process dies with the thread that started it
+    (PR_SET_PDEATHSIG), and a job's thread may end before the spare is used."""
+
+    def __init__(self, limit: int | None = None):
+        self.limit = limit
+        self._reset()
+        if hasattr(os, "register_at_fork"):  # a forked child starts its own (the parent's spares stay the parent's)
+            os.register_at_fork(after_in_child=self._reset)
+
+    def _reset(self) -> None:
+        self.lock = threading.Lock()
+        self.spares: dict[tuple[str, str, str], list[Future]] = {}
+        self.running: dict[tuple[str, str, str], int] = {}
+        self.most: dict[tuple[str, str, str], int] = {}
+        self._starter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kernel-gym-builder-start")
+
+    def cap(self, device: str) -> int:
+        if self.limit is not None:
+            return self.limit
+        default = "8" if device == "cuda" else "0"
+        try:
+            return max(0, int(os.environ.get("KERNEL_GYM_SPARE_BUILDERS", default) or 0))
+        except ValueError:
+            return int(default)
+
+    @staticmethod
+    def key(device: str, chain: dict[str, str], root: Path) -> tuple[str, str, str]:
+        """What a waiting build process was started with: the toolchain, the cache and its environment (a spare
+        started before a variable changed, e.g. CXX or MAX_JOBS, serves no build after it)."""
+        from kernel_gym.sandbox import limits
+
+        env = limits.worker_environment(Path("/"), device, None, "")
+        env = {k: v for k, v in env.items() if k not in ("HOME", "TMPDIR", "TRITON_CACHE_DIR", "PYTHONPATH")}
+        return (device, json.dumps([chain, env], sort_keys=True), str(root))
+
+    def take(self, device: str, chain: dict[str, str], root: Path) -> Builder:
+        key = self.key(device, chain, root)
+        builder = None
+        with self.lock:
+            spares = self.spares.setdefault(key, [])
+            while spares and builder is None:
+                candidate = spares.pop(0).result()
+                if candidate.proc.poll() is None:
+                    builder = candidate
+                else:  # it died waiting (killed from outside): start another
+                    threading.Thread(target=_stop_builder, args=(candidate,), daemon=True).start()
+            self.running[key] = self.running.get(key, 0) + 1
+            self.most[key] = max(self.most.get(key, 0), self.running[key])
+            want = min(self.cap(device), self.most[key])
+            spares += [self._starter.submit(start_builder, device, chain, root) for _ in range(want - len(spares))]
+        return builder or start_builder(device, chain, root)
+
+    def done(self, device: str, chain: dict[str, str], root: Path) -> None:
+        key = self.key(device, chain, root)
+        with self.lock:
+            self.running[key] = max(0, self.running.get(key, 0) - 1)
+
+    def close(self) -> None:
+        """Stop every waiting build process (a judge going idle or away)."""
+        with self.lock:
+            spares = [f for group in self.spares.values() for f in group]
+            self.spares.clear()
+        for future in spares:
+            _stop_builder(future.result())
+
+    def waiting(self) -> int:
+        with self.lock:
+            return sum(len(group) for group in self.spares.values())
+
+
+SPARES = SpareBuilders()
+
+
+def _run_builder(builder: Builder, unique: str, params: dict[str, Any], device: str,
+                 deadline: float) -> dict[str, Any]:
+    staging, proc = builder.staging, builder.proc
+    request = json.dumps({"name": unique, "params": params, "staging": str(staging), "device": device,
+                          "fast": fast_build.enabled()})  # the judge's setting (its name is in the build's)
     try:
         stdout, stderr = proc.communicate(request, timeout=max(1.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:

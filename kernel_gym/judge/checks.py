@@ -48,10 +48,11 @@ def dynamic_check(name: str, *, stage: str = "correctness",
 
 
 def run_stage(jr: JudgeRun, stage: str) -> None:
+    """The stage's checks in ORDER; each one's time lands in `stage_ms["check_<name>"]` (where a stage's time goes)."""
     for name in ORDER:
         check = REGISTRY[name]
         if check.stage == stage and check.applies(jr):
-            check.fn(jr)
+            jr.timed(f"check_{name}", lambda check=check: check.fn(jr))
 
 
 # ---- helpers -------------------------------------------------------------------------------------------------------

@@ -426,6 +426,8 @@ class JudgeRun:
     def result(self, outcome: Outcome, message: str, **fields: Any) -> EvalResult:
         compiled = self.compiled or outcome in (Outcome.CORRECT, Outcome.MISMATCH) or (
             self.stage != "compile" and outcome is not Outcome.COMPILE_ERROR)
+        if self.cand.runner.build_ms:  # inside compile (or a check that built again): the build service's share
+            self.stage_ms["build"] = round(self.cand.runner.build_ms, 3)
         return EvalResult(outcome=outcome, message=message, backend=self.job.backend, compiled=compiled,
                           stage_ms=dict(self.stage_ms), signals=dict(self.signals), worker_recycled=self.recycle,
                           **fields)

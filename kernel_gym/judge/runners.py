@@ -72,6 +72,7 @@ class RunnerProcess:
         self.events: tuple | None = None  # cuda: the judge's "go" and "done" interprocess events for it
         self.limits: list[str] = []  # what confined it (its first job's `begin` says)
         self.builds = role == "candidate"  # its load_inline calls are built by the judge's build service
+        self.build_ms = 0.0
 
     @property
     def pid(self) -> int:
@@ -113,6 +114,7 @@ class RunnerProcess:
                      **{name: base64.b64encode(e.ipc_handle()).decode() for name, e in events.items()})
 
     def mark_job_start(self) -> None:
+        self.build_ms = 0.0  # this job's time in the judge's build service (load_inline), cache hits included
         try:
             self.log_offset = (self.root / "output.log").stat().st_size
         except OSError:
@@ -135,7 +137,9 @@ class RunnerProcess:
             builds = 0
             while set(reply) == {"id", "build"} and reply["id"] == rid and self.builds and builds < MAX_BUILDS:
                 builds += 1  # a load_inline of the candidate's, asked in the middle of this request
+                t_build = time.monotonic()
                 answer = builds_service.build(reply["build"], self.device, deadline)
+                self.build_ms += (time.monotonic() - t_build) * 1e3
                 self.channel.send({"id": rid, "built": answer})
                 reply = self.channel.receive(deadline)
         except ChannelTimeout:

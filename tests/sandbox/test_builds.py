@@ -198,3 +198,42 @@ def test_staging_folders_of_dead_judges_are_swept(tmp_path):
         folder.mkdir(parents=True)
     assert builds.sweep_staging(tmp_path) == 1
     assert not dead.exists() and alive.exists() and other.exists()
+
+
+def _broken(source: str) -> dict:
+    """A build request that the compiler refuses at once (no torch headers to parse)."""
+    return {"name": "broken", "params": {"cpp_sources": source, "no_implicit_headers": True}}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+@pytest.mark.skipif(shutil.which("c++") is None and shutil.which("g++") is None, reason="needs a C++ compiler")
+def test_a_build_takes_a_build_process_started_ahead(monkeypatch, tmp_path_factory):
+    """A build process costs a Python start and torch's import before its compiler runs: the judge keeps one started
+    ahead, waiting for a request, and the next build takes it (a new one starts in its place). One started with
+    another environment (here MAX_JOBS) serves no build. The judge's KERNEL_GYM_FAST_BUILD=0 reaches the build
+    process (it is part of the build's name: a build named stock must be built the stock way)."""
+    cache = tmp_path_factory.getbasetemp() / "fast_build_cache"  # test_fast_build.py's: one PCH serves all
+    monkeypatch.setenv("KERNEL_GYM_CACHE", str(cache))
+    spares = builds.SpareBuilders(limit=1)
+    monkeypatch.setattr(builds, "SPARES", spares)
+    try:
+        first = builds.build(_broken("int x = ;"), "cpu")
+        assert not first["ok"] and "error" in first["log"], first
+        assert "/pch/" in first["log"]  # the fast build: the precompiled header's folder on the include path
+        [waiting] = [f.result() for group in spares.spares.values() for f in group]
+        assert waiting.proc.poll() is None and waiting.staging.is_dir()  # started, waiting for its request
+        second = builds.build(_broken("int y = ;"), "cpu")
+        assert not second["ok"] and "error" in second["log"], second  # the same answer, from the waiting process
+        assert waiting.proc.poll() is not None and not waiting.staging.exists()  # it served the build, and ended
+        assert spares.waiting() == 1  # another in its place
+        [nxt] = [f.result() for group in spares.spares.values() for f in group]
+        monkeypatch.setenv("MAX_JOBS", "1")
+        monkeypatch.setenv("KERNEL_GYM_FAST_BUILD", "0")
+        third = builds.build(_broken("int z = ;"), "cpu")
+        assert not third["ok"] and "error" in third["log"], third
+        assert "/pch/" not in third["log"]  # built the stock way, as its name says
+        assert nxt.proc.poll() is None  # started under the old environment: not used
+    finally:
+        spares.close()
+    assert not [p for p in (cache / "extensions" / ".staging").iterdir() if p.name.startswith(f"build.{os.getpid()}.")]
