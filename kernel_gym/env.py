@@ -293,8 +293,10 @@ class KernelRefineEnv(gym.Env):
             "timing": None if r.timing is None else {"runtime_cv": r.timing.runtime_cv, "baseline_cv": r.timing.baseline_cv,
                                                      "trials": r.timing.trials, "method": r.timing.method,
                                                      "speedup_rel_se": r.timing.speedup_rel_se,
-                                                     "gate_ms": r.timing.gate_ms},
+                                                     "gate_ms": r.timing.gate_ms,
+                                                     "resolution_ms": r.timing.resolution_ms},
             "episode_id": self.episode_id, "device": self.device, "worker_recycled": r.worker_recycled,
+            "infra_failure": r.infra_failure,
             **turn.reward_info,
         }
         if truncated:

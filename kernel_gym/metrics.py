@@ -58,6 +58,8 @@ class Attempt:
     """The LLM judge's review flags (`info["review_flags"]`, e.g. judge_not_genuine); None when the env had no judge."""
     judge: float | None = None
     """The judge's rating in [0, 1] (`info["signals"]["judge"]`); None when the turn was not rated."""
+    infra_failure: bool = False
+    """The evaluation infrastructure failed on this turn (`info["infra_failure"]`): its 0 is no verdict."""
 
     @property
     def value(self) -> float:
@@ -75,7 +77,7 @@ class Attempt:
                    format_ok=bool(info.get("format_ok", True)), compiled=bool(info.get("compiled")),
                    hacks=tuple(info.get("hacks") or ()), error=info.get("error"), not_okay=not_okay,
                    score=float(info.get("score") or 0.0), review_flags=_flags(info.get("review_flags")),
-                   judge=(info.get("signals") or {}).get("judge"))
+                   judge=(info.get("signals") or {}).get("judge"), infra_failure=bool(info.get("infra_failure")))
 
 
 def _flags(value: Any) -> tuple[str, ...] | None:
@@ -132,6 +134,8 @@ class ConfigMetrics:
     """Review flag name -> attempts carrying it (an LLM judge's; empty without one)."""
     judge_mean: float | None = None
     """Mean of the judge's rating over the attempts it rated; None when none was rated."""
+    infra_failures: int = 0
+    """Attempts the evaluation infrastructure failed on (counted as incorrect: rerun them for a clean comparison)."""
     ci: dict[str, Any] = field(default_factory=dict)
     """95 % bootstrap intervals over tasks, (low, high): "mean_speedup", "solved"; lists by turn "turn_best",
     "turn_mean"; dicts by k "best_at_k", "pass_at_k" (see `bootstrap_ci`)."""
@@ -324,7 +328,8 @@ def config_metrics(config: str, trajectories: Sequence[Trajectory],
         turn_best=turn_best, turn_mean=turn_mean, budget_curve=[(k * turns, v) for k, v in at_k.items()],
         not_okay_reasons=dict(Counter(a.not_okay for a in attempts if a.not_okay)),
         review_flags=dict(Counter(f for a in attempts for f in a.review_flags or ())),
-        judge_mean=_mean(ratings) if ratings else None, ci=_intervals(groups, bests, solved, k_max))
+        judge_mean=_mean(ratings) if ratings else None, infra_failures=sum(a.infra_failure for a in attempts),
+        ci=_intervals(groups, bests, solved, k_max))
 
 
 def summarize(trajectories: Iterable[Trajectory], thresholds: Sequence[float] = DEFAULT_THRESHOLDS,

@@ -51,6 +51,16 @@ def budget_note(metrics: dict[str, ConfigMetrics]) -> str | None:
     return unequal_budgets(parse_budgets([m.config for m in metrics.values()])) if metrics else None
 
 
+def infra_note(metrics: dict[str, ConfigMetrics]) -> str | None:
+    """Attempts the evaluation infrastructure failed on: counted as incorrect, they say nothing about the policy."""
+    failed = {c: m.infra_failures for c, m in metrics.items() if m.infra_failures}
+    if not failed:
+        return None
+    listed = ", ".join(f"{c}: {n}" for c, n in failed.items())
+    return (f"the evaluation infrastructure failed on some attempts ({listed}); they count as incorrect here, so "
+            "rerun them before comparing configurations")
+
+
 def _pct(value: float) -> str:
     return f"{100 * value:.1f}%"
 
@@ -241,6 +251,7 @@ def markdown_summary(folder: Path, trajs: list[Trajectory], metrics: dict[str, C
              f"- trajectories: {len(trajs) - incomplete} complete, {incomplete} incomplete (left out of the metrics)",
              *([f"- **{CPU_NOTE}**"] if (run.get("env") or {}).get("device") == "cpu" else []),
              *([f"- **warning: {budget_note(metrics)}**"] if budget_note(metrics) else []),
+             *([f"- **warning: {infra_note(metrics)}**"] if infra_note(metrics) else []),
              "", "## Summary", "", summary_table(metrics, markdown=True), "",
              "correct, hack, format err and not-okay (and review, with an LLM judge: turns it flagged for review, not "
              "hacks) are fractions of all attempts; solved = fast_0; mean speedup is "

@@ -29,9 +29,13 @@ os.environ["KERNEL_GYM_RUNNER_WRITABLE"] = str(RUNNER_SCRATCH)
 # own and are stopped when it ends: tests never send jobs to a judge serving the machine's real clients, and leave
 # none behind holding the GPU (a judge exits only after 10 idle minutes; one left by the GPU tests held memory a
 # benchmark right after them needed). A KERNEL_GYM_JUDGE_DIR set by the caller is kept.
+# A session killed before its end (a `timeout` around pytest: no sessionfinish) leaves its judges behind: they exit
+# a minute after their last client went away (KERNEL_GYM_JUDGE_IDLE_EXIT_S; one left by a killed GPU test run held
+# 13 GiB of the GPU beside the benchmark that came next, 2026-12-06).
 SESSION_JUDGES = os.environ.get("KERNEL_GYM_JUDGE_DIR") is None
 if SESSION_JUDGES:
     os.environ["KERNEL_GYM_JUDGE_DIR"] = tempfile.mkdtemp(prefix="kgj_")
+os.environ.setdefault("KERNEL_GYM_JUDGE_IDLE_EXIT_S", "60")
 
 
 def pytest_sessionfinish(session, exitstatus):

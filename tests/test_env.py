@@ -241,8 +241,36 @@ def test_segfault_in_forward_is_a_crash_and_the_next_step_works(make_env, pool, 
     _, reward, _, info = step(env, respond(relu_code(header="import ctypes", extra="ctypes.string_at(0)")), turn=1)
     assert info["error"] == "crash" and reward == 0.0
     assert "SIGSEGV" in info["feedback"]
+    assert info["infra_failure"] is False  # the solution's crash: a verdict on the kernel
     _, _, _, info = step(env, respond(solution("level1/relu")), turn=2)
     assert info["correct"] is True
+
+
+def test_an_evaluator_that_fails_is_an_infrastructure_crash_and_the_next_step_works(make_env, pool, respond,
+                                                                                   solution):
+    """The judge's own failure (here: its runners cannot start) is no verdict on the kernel: the turn is a `crash`
+    marked `infra_failure`, with a message that says so, instead of an exception that would end the rollout."""
+    from kernel_gym.errors import SandboxError
+
+    class FailsOnce:
+        calls = 0
+
+        def evaluate(self, job):
+            FailsOnce.calls += 1
+            if FailsOnce.calls == 1:
+                raise SandboxError("runner failed to start (ChannelTimeout): ")
+            return pool.evaluate(job)
+
+        def close(self):
+            pass
+
+    env = make_env(max_turns=2, evaluator=FailsOnce())
+    env.reset(seed=0)
+    _, reward, _, info = step(env, respond(solution("level1/relu")), turn=1)
+    assert info["error"] == "crash" and reward == 0.0 and info["infra_failure"] is True
+    assert "infrastructure failed" in info["feedback"] and "not the solution" in info["feedback"]
+    _, _, _, info = step(env, respond(solution("level1/relu")), turn=2)
+    assert info["correct"] is True and info["infra_failure"] is False
 
 
 # ---- episodes ---------------------------------------------------------------------------------------------

@@ -20,8 +20,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--gpu", type=int, default=None,
                         help="device index among CUDA_VISIBLE_DEVICES (default 0)")
     parser.add_argument("--slots", type=int, default=8, help="jobs at once (start only; default 8)")
-    parser.add_argument("--idle-exit-s", type=float, default=600.0,
-                        help="exit after this long without clients (start only; default 600)")
+    parser.add_argument("--idle-exit-s", type=float, default=None,
+                        help="exit after this long without clients (start only; default $KERNEL_GYM_JUDGE_IDLE_EXIT_S, "
+                        "else 600)")
     parser.set_defaults(func=run)
 
 

@@ -8,13 +8,18 @@ runners). `LocalEvaluator` owns a pool of judge slots on this machine; Ray actor
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
 from typing import Protocol
 
+from kernel_gym.errors import SandboxError
 from kernel_gym.eval.job import EvalJob
 from kernel_gym.eval.result import EvalResult, Outcome
+
+log = logging.getLogger(__name__)
+INFRA_RETRIES = 1  # a job the judge itself failed on runs once more before it is an infrastructure crash
 
 
 class Evaluator(Protocol):
@@ -40,9 +45,23 @@ def static_verdict(job: EvalJob) -> EvalResult | None:
 
 
 def judged(job: EvalJob, evaluator: Evaluator) -> EvalResult:
-    """The static rules of the job's preset, then (when none fires) the evaluator."""
+    """The static rules of the job's preset, then (when none fires) the evaluator. An evaluator that fails itself
+    (`SandboxError`: a runner that cannot start, the task's reference failing, a closed pool) gives a `crash` marked
+    `infra_failure`, not an exception: an env step or a rollout goes on, and its trainer can drop the turn."""
     rejected = static_verdict(job)
-    return rejected if rejected is not None else evaluator.evaluate(job)
+    if rejected is not None:
+        return rejected
+    try:
+        return evaluator.evaluate(job)
+    except SandboxError as e:
+        return infra_crash(job, e)
+
+
+def infra_crash(job: EvalJob, error: BaseException) -> EvalResult:
+    """The result of a job the evaluator itself failed on: `crash`, marked `infra_failure`."""
+    log.warning("the evaluator failed on a job of %s: %s", job.task_id, str(error).splitlines()[0][:300])
+    return EvalResult(outcome=Outcome.CRASH, backend=job.backend, infra_failure=True,
+                      message=f"the evaluation infrastructure failed on this job (not the solution's doing): {error}")
 
 
 class LocalEvaluator:
@@ -84,7 +103,18 @@ class LocalEvaluator:
         _ = self.pool
 
     def evaluate(self, job: EvalJob) -> EvalResult:
-        return self.pool.evaluate(job)
+        """One job's result. A failure of the judge or its runners (a runner that could not start, the task's
+        reference failing) is retried once on fresh runners, then is a `crash` marked `infra_failure` (so one job of
+        a batch cannot fail the others)."""
+        for attempt in range(INFRA_RETRIES + 1):
+            try:
+                return self.pool.evaluate(job)
+            except SandboxError as e:
+                error = e
+                if attempt < INFRA_RETRIES:
+                    log.warning("the evaluator failed on a job of %s (%s); trying once more", job.task_id,
+                                str(e).splitlines()[0][:300])
+        return infra_crash(job, error)
 
     def evaluate_many(self, jobs: list[EvalJob]) -> list[EvalResult]:
         """Evaluate jobs concurrently over the pool's workers; results in the order of `jobs`."""

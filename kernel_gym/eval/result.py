@@ -70,6 +70,9 @@ class EvalResult:
     stage_ms: dict[str, float] = field(default_factory=dict)
     signals: dict[str, float] = field(default_factory=dict)
     worker_recycled: bool = False
+    # The evaluation infrastructure failed (the judge, its runners' start, the service, a Ray actor), not the solution:
+    # the outcome (CRASH) says nothing about the kernel. Training code should drop or retry such a turn.
+    infra_failure: bool = False
 
     @property
     def correct(self) -> bool:

@@ -252,7 +252,7 @@ class RayEvaluator:
                 self._release(slot, finished)
             deaths.append(why)
             self._restart(slot, generation, why)
-        return EvalResult(outcome=Outcome.CRASH, backend=job.backend, worker_recycled=True,
+        return EvalResult(outcome=Outcome.CRASH, backend=job.backend, worker_recycled=True, infra_failure=True,
                           message="the evaluation infrastructure failed twice on this job, so it was not retried "
                                   "again (this says nothing about the kernel's correctness): " + "; then ".join(deaths))
 

@@ -266,4 +266,5 @@ def _episode_metrics(scores: list[float], infos: list[dict[str, Any]], reward: f
             "kernel/best_score": max(scores, default=0.0),
             "kernel/correct": float(any(i["correct"] for i in infos)),
             "kernel/best_speedup": max((i["speedup"] for i in infos if i["correct"]), default=0.0),
-            "kernel/hacks": float(sum(len(i["hacks"]) for i in infos))}
+            "kernel/hacks": float(sum(len(i["hacks"]) for i in infos)),
+            "kernel/infra_failures": float(sum(bool(i.get("infra_failure")) for i in infos))}

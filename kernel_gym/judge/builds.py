@@ -306,11 +306,13 @@ class SpareBuilders:
                     builder = candidate
                 else:  # it died waiting (killed from outside): start another
                     threading.Thread(target=_stop_builder, args=(candidate,), daemon=True).start()
-            self.running[key] = self.running.get(key, 0) + 1
-            self.most[key] = max(self.most.get(key, 0), self.running[key])
+            self.most[key] = max(self.most.get(key, 0), self.running.get(key, 0) + 1)
             want = min(self.cap(device), self.most[key])
             spares += [self._starter.submit(start_builder, device, chain, root) for _ in range(want - len(spares))]
-        return builder or start_builder(device, chain, root)
+        builder = builder or start_builder(device, chain, root)
+        with self.lock:  # (counted once it has one: `done` follows every build that took a process)
+            self.running[key] = self.running.get(key, 0) + 1
+        return builder
 
     def done(self, device: str, chain: dict[str, str], root: Path) -> None:
         key = self.key(device, chain, root)
@@ -318,7 +320,8 @@ class SpareBuilders:
             self.running[key] = max(0, self.running.get(key, 0) - 1)
 
     def close(self) -> None:
-        """Stop every waiting build process (a judge going idle or away)."""
+        """Stop every waiting build process now (they also end with this process: the parent-death signal, and the
+        end of their stdin)."""
         with self.lock:
             spares = [f for group in self.spares.values() for f in group]
             self.spares.clear()

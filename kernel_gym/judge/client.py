@@ -70,10 +70,20 @@ def _connect(path: Path) -> socket.socket | None:
         return None
 
 
+def idle_exit_default() -> float:
+    """How long a judge this process starts outlives its last client: $KERNEL_GYM_JUDGE_IDLE_EXIT_S, else 600 s."""
+    try:
+        return float(os.environ.get("KERNEL_GYM_JUDGE_IDLE_EXIT_S") or 600.0)
+    except ValueError:
+        return 600.0
+
+
 def ensure_judge(device: str, gpu: int | None = None, slots: int = 1, memory_limit_gb: float | None = None,
-                 idle_exit_s: float = 600.0) -> Path:
+                 idle_exit_s: float | None = None) -> Path:
     """The socket of the running judge for this device, starting one (detached) if none answers. Two clients
-    starting at once are serialized by a lock file, so exactly one judge starts."""
+    starting at once are serialized by a lock file, so exactly one judge starts. A judge it starts exits after
+    `idle_exit_s` without clients (default: `idle_exit_default()`)."""
+    idle_exit_s = idle_exit_default() if idle_exit_s is None else idle_exit_s
     path = socket_path(device, gpu)
     sock = _connect(path)
     if sock is not None:
@@ -187,7 +197,7 @@ class JudgeClient:
             answer = self.request({"op": "evaluate", "job": job.to_dict()})
             if answer is not None and "result" in answer:
                 return EvalResult.from_dict(answer["result"])
-        return EvalResult(outcome=Outcome.CRASH, backend=job.backend,
+        return EvalResult(outcome=Outcome.CRASH, backend=job.backend, infra_failure=True,
                           message="the judge went away twice while evaluating this job (an infrastructure failure, "
                                   "not the solution's)")
 

@@ -261,7 +261,7 @@ class JudgeServer:
                 result = self.pool.evaluate(job)
             except Exception as e:  # noqa: BLE001 - a bad job or our own failure: an answer, never a hang
                 log.exception("judge: a job failed")
-                result = EvalResult(outcome=Outcome.CRASH, message=judge_failure_message(e))
+                result = EvalResult(outcome=Outcome.CRASH, message=judge_failure_message(e), infra_failure=True)
             result = result.replace(stage_ms={**result.stage_ms, "judge_queue_wait": round(wait * 1e3, 3)})
             with self.lock:
                 self.running -= 1

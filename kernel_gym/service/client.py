@@ -151,7 +151,7 @@ class ServiceEvaluator:
         if self.raise_on_unavailable:
             raise ServiceUnavailable(f"{SERVICE_UNAVAILABLE} at {self.url}: {why}")
         log.warning("%s at %s: %s", SERVICE_UNAVAILABLE, self.url, why)
-        return EvalResult(outcome=Outcome.CRASH, backend=job.backend,
+        return EvalResult(outcome=Outcome.CRASH, backend=job.backend, infra_failure=True,
                           message=f"{SERVICE_UNAVAILABLE} at {self.url} ({why}); this is an infrastructure "
                                   "failure, not a verdict on the kernel")
 

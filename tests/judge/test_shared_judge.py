@@ -195,3 +195,52 @@ def test_warm_up_waits_for_the_judges_runners(judge_dir):
         assert status["ready_slots"] == status["slots"] == 2, status
     finally:
         client.close()
+
+
+@pytest.mark.timeout(300)
+def test_a_judge_whose_clients_were_killed_exits_after_its_idle_limit(judge_dir, monkeypatch):
+    """A client killed outright (a `timeout` around a test run, an OOM-killed trainer) never says goodbye: the judge
+    it started exits `KERNEL_GYM_JUDGE_IDLE_EXIT_S` after its last connection closed, and its runners go with it."""
+    monkeypatch.setenv("KERNEL_GYM_JUDGE_IDLE_EXIT_S", "3")
+    script = textwrap.dedent(f"""
+        import sys, time
+        sys.path.insert(0, {str(ROOT)!r})
+        from kernel_gym.judge.client import JudgeClient
+        client = JudgeClient.for_device("cpu")
+        print(client.status()["pid"], flush=True)
+        time.sleep(600)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=dict(os.environ))
+    judge_pid = int(proc.stdout.readline())
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and Path(f"/proc/{judge_pid}").exists() and \
+            "zombie" not in _state(judge_pid):
+        time.sleep(0.5)
+    assert not Path(f"/proc/{judge_pid}").exists() or "zombie" in _state(judge_pid), "the judge outlived its limit"
+    assert not list(judge_dir.glob("judge-cpu-*.sock"))
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/status").read_text().split("State:")[1].split("\n")[0].lower()
+    except (OSError, IndexError):
+        return "zombie"
+
+
+@pytest.mark.timeout(300)
+def test_a_job_the_judge_fails_on_is_an_infrastructure_crash(judge_dir):
+    """The judge's own failure on a job (here a job it cannot read) is answered, as a `crash` marked
+    `infra_failure`: the client is not left waiting, and a trainer can tell it from a verdict on the kernel."""
+    from kernel_gym.eval.result import EvalResult, Outcome
+    from kernel_gym.judge.client import JudgeClient
+
+    client = JudgeClient.for_device("cpu")
+    try:
+        answer = client.request({"op": "evaluate", "job": {"task_id": 7}})
+    finally:
+        client.close()
+    result = EvalResult.from_dict(answer["result"])
+    assert result.outcome is Outcome.CRASH and result.infra_failure, result
+    assert result.message.startswith("the judge failed on this job")

@@ -73,6 +73,17 @@ def test_review_flags_beside_hacks_only_with_a_judge():
     assert a.review_flags == ("judge_not_genuine",) and a.judge == 0.0
     assert Attempt.from_info({"turn": 1}).review_flags is None
 
+def test_infrastructure_failures_are_counted_and_the_report_warns():
+    from kernel_gym.report import infra_note
+
+    failed = Attempt.from_info({"turn": 1, "correct": False, "error": "crash", "infra_failure": True})
+    assert failed.infra_failure and not Attempt.from_info({"turn": 1, "error": "crash"}).infra_failure
+    m = config_metrics("1x2", [traj("A", 0, failed, ok(1.5))])
+    assert m.infra_failures == 1 and m.rates["correct"] == 1 / 2  # counted as incorrect, and said so
+    assert "1x2: 1" in infra_note({"1x2": m}) and "rerun" in infra_note({"1x2": m})
+    assert infra_note({"2x2": config_metrics("2x2", HAND)}) is None
+
+
 def test_fast_p_is_strictly_greater_and_needs_correctness():
     # A correct 1.0x is not fast_1; an incorrect kernel's speedup never counts.
     trajs = [traj("A", 0, ok(1.0), ok(1.0)), traj("B", 0, Attempt(turn=0, correct=False, speedup=9.0), WRONG)]

@@ -168,6 +168,7 @@ def test_service_evaluator_against_a_dead_url(unused_url, jobs):
     many = ev.evaluate_many(jobs[:2])
     assert time.monotonic() - t0 < 20
     assert result.outcome is Outcome.CRASH and result.message.startswith(SERVICE_UNAVAILABLE)
+    assert result.infra_failure
     assert "3 attempts" in result.message and unused_url in result.message
     assert [r.outcome for r in many] == [Outcome.CRASH, Outcome.CRASH]
     assert ev.device is None

@@ -1,0 +1,43 @@
+"""LocalEvaluator's answer when its judge fails: once more on fresh runners, then an infrastructure crash."""
+
+from __future__ import annotations
+
+from kernel_gym.errors import SandboxError
+from kernel_gym.eval.evaluator import LocalEvaluator
+from kernel_gym.eval.job import EvalJob
+from kernel_gym.eval.result import EvalResult, Outcome
+
+
+class FailingPool:
+    """A pool whose judge fails on the first `failures` jobs (a runner that cannot start)."""
+
+    def __init__(self, failures: int):
+        self.failures, self.calls = failures, 0
+
+    def evaluate(self, job: EvalJob) -> EvalResult:
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise SandboxError("runner failed to start (ChannelTimeout): ")
+        return EvalResult(outcome=Outcome.CORRECT, backend=job.backend)
+
+    def close(self) -> None:
+        pass
+
+
+def _evaluator(pool: FailingPool) -> LocalEvaluator:
+    evaluator = LocalEvaluator("cpu", shared=False)
+    evaluator._pool = pool  # noqa: SLF001 - the pool the evaluator would have started
+    return evaluator
+
+
+def test_a_judge_failure_is_tried_once_more():
+    pool = FailingPool(failures=1)
+    result = _evaluator(pool).evaluate(EvalJob(task_id="level1/relu", code=""))
+    assert result.outcome is Outcome.CORRECT and not result.infra_failure and pool.calls == 2
+
+
+def test_a_judge_that_fails_twice_gives_an_infrastructure_crash():
+    pool = FailingPool(failures=2)
+    result = _evaluator(pool).evaluate(EvalJob(task_id="level1/relu", code=""))
+    assert result.outcome is Outcome.CRASH and result.infra_failure and pool.calls == 2
+    assert "infrastructure failed" in result.message and "runner failed to start" in result.message
