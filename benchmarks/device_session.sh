@@ -98,6 +98,8 @@ for arg in "$@"; do
       timeout "$T" python3 benchmarks/bench_judge.py agreement --repeats ${VALUE_SETS:-8} --out "$OUT" ;;
     runner-start)  # a runner ready: fresh interpreter vs forked from the fork server, on cuda (and one evaluation each)
       timeout "$T" python3 benchmarks/bench_runner_start.py --device cuda --n ${N_STARTS:-5} --out "$OUT" ;;
+    probe-threads)  # which import of a runner's preload starts a thread (the fork server refuses to fork then)
+      for nvml in "" 1; do OMP_NUM_THREADS=1 PYTORCH_NVML_BASED_CUDA_CHECK=$nvml timeout "$T" python3 benchmarks/probe_threads.py; done ;;
     forkserver-cuda)  # the judge's GPU tests with cuda runners forked from the fork server (judge/spawner.py)
       KERNEL_GYM_FORKSERVER=1 timeout "$T" python3 -m pytest -m gpu tests/gpu/test_judge_gpu.py -p no:cacheprovider -q -rfE ;;
     gpu-shapes)  # #22: the CUDA forms of the regression set and the profiler share on the device

@@ -36,6 +36,9 @@ SESSION_JUDGES = os.environ.get("KERNEL_GYM_JUDGE_DIR") is None
 if SESSION_JUDGES:
     os.environ["KERNEL_GYM_JUDGE_DIR"] = tempfile.mkdtemp(prefix="kgj_")
 os.environ.setdefault("KERNEL_GYM_JUDGE_IDLE_EXIT_S", "60")
+# Build processes started ahead (judge/builds.py) are on by default on cuda only; the CPU suite's C++ extension builds
+# take them too, so that the path the GPU machines use is tested here.
+os.environ.setdefault("KERNEL_GYM_SPARE_BUILDERS", "2")
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -12,6 +12,7 @@ import hashlib
 import itertools
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -70,6 +71,16 @@ def _connect(path: Path) -> socket.socket | None:
         return None
 
 
+# Variables a judge never needs and a client's environment often holds (API keys, tokens, passwords): the judge's
+# process is the one a runner's candidate could look for (/proc/<pid>/environ, see docs/anti-hacking.md).
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH", re.IGNORECASE)
+
+
+def judge_environment() -> dict[str, str]:
+    """The environment a judge starts with: this process's, less every variable named like a secret."""
+    return {k: v for k, v in os.environ.items() if not _SECRET_NAME.search(k)}
+
+
 def idle_exit_default() -> float:
     """How long a judge this process starts outlives its last client: $KERNEL_GYM_JUDGE_IDLE_EXIT_S, else 600 s."""
     try:
@@ -99,7 +110,7 @@ def ensure_judge(device: str, gpu: int | None = None, slots: int = 1, memory_lim
                "--socket", str(path), "--idle-exit-s", str(idle_exit_s)]
         if memory_limit_gb:
             cmd += ["--memory-limit-gb", str(memory_limit_gb)]
-        env = dict(os.environ)
+        env = judge_environment()
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_PARENT, env.get("PYTHONPATH")) if p)
         if device == "cuda":
             env["CUDA_VISIBLE_DEVICES"] = gpu_key(gpu)

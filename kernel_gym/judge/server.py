@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kernel_gym.judge import builds
 from kernel_gym.paths import unix_address
 
 log = logging.getLogger(__name__)
@@ -291,7 +292,8 @@ class JudgeServer:
                     "done_by_client": {str(k): v for k, v in self.per_client_done.items()},
                     "queue_wait": stats(self.waits), "timing_lock_wait": stats(self.timing_waits),
                     "alone_wait": stats(self.alone_waits), "alone_waiting": self.pool.alone_waiting,
-                    "idle_releases": self.idle_releases, "gpu_reserved_mb": self.pool.reserved_mb()}
+                    "idle_releases": self.idle_releases, "gpu_reserved_mb": self.pool.reserved_mb(),
+                    "spare_builders": builds.SPARES.waiting()}
 
 
 def judge_failure_message(exc: BaseException) -> str:

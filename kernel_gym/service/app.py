@@ -76,6 +76,7 @@ class Metrics:
         self.capacity = capacity
         self.started = time.time()
         self.outcomes: Counter[str] = Counter()
+        self.infra_failures = 0  # results marked infra_failure (counted in their outcome, crash, too)
         self.statuses: Counter[int] = Counter()
         self.latency_sum = self.latency_max = 0.0
         self.in_flight = 0
@@ -90,6 +91,7 @@ class Metrics:
             self.in_flight -= 1
             if result is not None:
                 self.outcomes[result.outcome.value] += 1
+                self.infra_failures += bool(result.infra_failure)
                 self.latency_sum += seconds
                 self.latency_max = max(self.latency_max, seconds)
 
@@ -100,7 +102,8 @@ class Metrics:
     def snapshot(self) -> dict[str, Any]:
         with self._lock:
             done = sum(self.outcomes.values())
-            return {"jobs_done": done, "outcomes": dict(self.outcomes), "jobs_in_flight": self.in_flight,
+            return {"jobs_done": done, "outcomes": dict(self.outcomes), "infra_failures": self.infra_failures,
+                    "jobs_in_flight": self.in_flight,
                     "queue_depth": max(0, self.in_flight - self.capacity), "capacity": self.capacity,
                     "latency_s": {"sum": round(self.latency_sum, 6), "count": done, "max": round(self.latency_max, 6),
                                   "mean": round(self.latency_sum / done, 6) if done else None},
@@ -111,6 +114,9 @@ class Metrics:
         s = self.snapshot()
         lines = ["# HELP kernel_gym_jobs_total Jobs evaluated, by outcome.", "# TYPE kernel_gym_jobs_total counter"]
         lines += [f'kernel_gym_jobs_total{{outcome="{k}"}} {v}' for k, v in sorted(s["outcomes"].items())]
+        lines += ["# HELP kernel_gym_infra_failures_total Jobs the evaluation infrastructure failed on (no verdict on "
+                  "the kernel; counted as crash above too).", "# TYPE kernel_gym_infra_failures_total counter",
+                  f"kernel_gym_infra_failures_total {s['infra_failures']}"]
         lines += ["# HELP kernel_gym_job_latency_seconds Time from a job's start to its result.",
                   "# TYPE kernel_gym_job_latency_seconds summary",
                   f"kernel_gym_job_latency_seconds_sum {s['latency_s']['sum']}",
@@ -258,7 +264,9 @@ def create_app(evaluator: Any, *, token: str | None = None, max_request_bytes: i
                     ("gpu_reserved_bytes", int(judge.get("gpu_reserved_mb", 0) * 2**20),
                      "GPU memory the judge's process holds (its jobs' buffers and torch's cache)."),
                     ("idle_releases", judge.get("idle_releases", 0),
-                     "Times the judge gave its cached GPU memory back after going idle.")))
+                     "Times the judge gave its cached GPU memory back after going idle."),
+                    ("spare_builders", judge.get("spare_builders", 0),
+                     "Build processes started ahead, waiting for a load_inline build.")))
         return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
 
     return app

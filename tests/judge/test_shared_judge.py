@@ -94,6 +94,7 @@ def test_an_idle_judge_gives_its_cached_memory_back_once(judge_dir, monkeypatch)
     status = client.status()
     client.close()
     assert status["idle_releases"] == 1 and status["gpu_reserved_mb"] == 0.0, status
+    assert status["spare_builders"] == 0  # no load_inline build asked for: none started ahead
 
 
 @pytest.mark.timeout(600)

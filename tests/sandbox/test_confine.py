@@ -103,6 +103,9 @@ ATTACKER = textwrap.dedent("""
             with open(f"/proc/{parent}/mem", "rb", buffering=0) as f:
                 f.seek(cfg["address"])
                 return f.read(len(secret)) == secret
+        if name == "proc_environ":  # the judge's environment: a client's API keys and tokens live there
+            with open(f"/proc/{parent}/environ", "rb") as f:
+                return cfg["env_secret"].encode() in f.read()
         if name == "proc_fd":
             with open(f"/proc/{parent}/fd/{cfg['fd']}") as f:
                 return f.read() == "expected-answer"
@@ -165,6 +168,9 @@ BLOCKERS = {
     "vm_writev": {"landlock": (EPERM,), "seccomp": (EPERM,), "uid": (EPERM,)},
     "proc_mem": {"landlock": (EACCES, EPERM), "uid": (EACCES, EPERM)},
     "proc_fd": {"landlock": (EACCES, EPERM), "uid": (EACCES, EPERM)},
+    # Landlock's ptrace rule covers /proc/<pid>/mem (attach mode) but not environ (read mode): only another uid stops
+    # it (tests/sandbox/test_environ_secrets.py: the judge keeps no secrets; a client's is a known gap)
+    "proc_environ": {"uid": (EACCES, EPERM)},
     "tcp_connect": {"landlock": (EACCES,), "seccomp": (EPERM,)},
     "signal_parent": {"landlock": (EPERM,), "uid": (EPERM,)},
     "inet_socket": {"seccomp": (EPERM,)},
@@ -233,9 +239,11 @@ class Campaign:
                 cfg = {"python": self.python, "attacker": ATTACKER, "confine_py": str(CONFINE_PY),
                        "attacks": sorted(BLOCKERS), "workdir": str(top / "job"), "confine": pieces,
                        "outside": str(top / "outside" / "escaped.txt"), "secret_file": str(top / "secret"),
-                       "sys": {"clone": 220 if os.uname().machine == "aarch64" else 56}}
+                       "sys": {"clone": 220 if os.uname().machine == "aarch64" else 56},
+                       "env_secret": "judge-env-secret-0123456789"}
+                # the victim (the judge's stand-in) holds a secret in its environment, as a client's API key would be
                 out = subprocess.run([self.python, "-c", VICTIM, json.dumps(cfg)], capture_output=True, text=True,
-                                     timeout=120)
+                                     timeout=120, env={**os.environ, "KERNEL_GYM_TEST_API_KEY": cfg["env_secret"]})
                 assert out.returncode == 0, out.stderr[-4000:]
                 report = json.loads(out.stdout.strip().splitlines()[-1])
                 assert "broken" not in report, report["broken"]
@@ -269,7 +277,7 @@ def _yama() -> int:
         return 0
 
 
-PTRACE_FAMILY = {"ptrace_attach", "vm_readv", "vm_writev", "proc_mem", "proc_fd", "pidfd_getfd"}
+PTRACE_FAMILY = {"ptrace_attach", "vm_readv", "vm_writev", "proc_mem", "proc_fd", "proc_environ", "pidfd_getfd"}
 
 
 def _control(campaign: Campaign, attack: str) -> dict:

@@ -115,6 +115,19 @@ def test_health_and_metrics(make_client, jobs):
     assert snap["requests"]["200"] == 3 and snap["requests"]["400"] == 1  # two /health, one /v1/evaluate
     text = fresh.get("/metrics").text
     assert 'kernel_gym_jobs_total{outcome="mismatch"} 1' in text and "kernel_gym_queue_depth 0" in text
+    assert snap["infra_failures"] == 0 and "kernel_gym_infra_failures_total 0" in text
+
+
+def test_metrics_count_infrastructure_failures_apart():
+    from kernel_gym.eval.result import EvalResult, Outcome
+    from kernel_gym.service.app import Metrics
+
+    metrics = Metrics(capacity=1)
+    for result in (EvalResult(Outcome.CRASH), EvalResult(Outcome.CRASH, infra_failure=True)):
+        metrics.begin(1)
+        metrics.end(result, 0.1)
+    assert metrics.snapshot()["outcomes"] == {"crash": 2} and metrics.snapshot()["infra_failures"] == 1
+    assert "kernel_gym_infra_failures_total 1" in metrics.prometheus()
 
 
 def test_refuses_to_serve_beyond_localhost_without_a_token(monkeypatch, capsys):

@@ -1,0 +1,42 @@
+"""Which import of a runner's preload starts a thread (the fork server refuses to fork a process with more than one:
+on cuda it reported 2). Prints the process's native threads by name after each step, as the fork server sees them.
+
+    OMP_NUM_THREADS=1 python benchmarks/probe_threads.py
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+from pathlib import Path
+
+STEPS = ("torch", "torch._dynamo", "torch.profiler", "torch.utils.cpp_extension", "triton", "kernel_gym.eval.cuda",
+         "kernel_gym.eval.integrity", "kernel_gym.eval.launches", "kernel_gym.eval.op_audit", "kernel_gym.eval.profile",
+         "kernel_gym.runner.session")
+
+
+def names() -> list[str]:
+    out = []
+    for tid in sorted(os.listdir("/proc/self/task")):
+        try:
+            out.append(Path(f"/proc/self/task/{tid}/comm").read_text().strip())
+        except OSError:
+            pass
+    return out
+
+
+def main() -> None:
+    rows = []
+    for step in STEPS:
+        importlib.import_module(step)
+        rows.append({"after": step, "threads": names()})
+        print(json.dumps(rows[-1]), flush=True)
+    import torch
+
+    print(json.dumps({"cuda_initialized": torch.cuda.is_initialized(),
+                      "nvml_check": os.environ.get("PYTORCH_NVML_BASED_CUDA_CHECK")}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,122 @@
+"""Secrets in the environments of the machine's processes, and a candidate that goes looking for them.
+
+A client (a trainer, an eval script) often holds API keys and tokens in its environment. Runners get an allowlisted
+environment of their own (attack 17); what is left is `/proc/<pid>/environ` of the other processes of the same user,
+which a candidate that escapes the static rules can open:
+- the judge: started by a client, it keeps no variable named like a secret (closed here);
+- the client processes themselves: readable from a runner that runs as the same user with Landlock (Landlock's
+  ptrace rule stops `/proc/<pid>/mem` but not `environ`); only a runner uid of its own stops it
+  (`KERNEL_GYM_RUNNER_UID`, the default where Landlock is missing): a known gap, marked below.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from kernel_gym.sandbox import confine
+
+ROOT = Path(__file__).resolve().parents[2]
+SECRET_NAME, SECRET = "KERNEL_GYM_TEST_API_KEY", "sk-test-0123456789abcdef"
+
+# A client process that holds a secret in its environment (from its start, as an exported variable would be), starts
+# the machine's cpu judge and has it evaluate one solution.
+CLIENT = textwrap.dedent("""
+    import json, sys
+    sys.path.insert(0, {root!r})
+    from kernel_gym.eval.job import EvalConfig, job_for
+    from kernel_gym.judge.client import JudgeClient
+    from kernel_gym.tasks import load_task
+    client = JudgeClient.for_device("cpu")
+    code = open(sys.argv[1]).read()
+    result = client.evaluate(job_for(load_task("level1/relu"), code, backend="triton",
+                                     config=EvalConfig(device="cpu", checks="none")))
+    print(json.dumps({{"outcome": result.outcome.value, "message": result.message[-1500:],
+                      "judge_pid": client.status()["pid"]}}), flush=True)
+""")
+
+# A genuine ReLU whose forward first reads /proc/<pid>/environ of every process it can, and answers wrong when it
+# finds the client's secret there (so the verdict tells whether it could).
+SCAVENGER = '''
+import os
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=mask), 0.0), mask=mask)
+
+
+def _found():
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open(f"/proc/{pid}/environ", "rb") as f:
+                    if b"SECRET_VALUE" in f.read():
+                        return pid
+            except OSError:
+                pass
+    return None
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        _relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
+        return y + 1.0 if _found() else y
+'''.replace("SECRET_VALUE", SECRET)
+
+
+@pytest.fixture
+def judge_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNEL_GYM_JUDGE_DIR", str(tmp_path / "judges"))
+    yield tmp_path / "judges"
+    from kernel_gym.judge.client import socket_path, stop_judge
+
+    stop_judge(socket_path("cpu"))
+
+
+def _run_client(tmp_path: Path) -> dict:
+    code = tmp_path / "scavenger.py"
+    code.write_text(SCAVENGER)
+    env = {**os.environ, SECRET_NAME: SECRET}
+    out = subprocess.run([sys.executable, "-c", CLIENT.format(root=str(ROOT)), str(code)], capture_output=True,
+                         text=True, timeout=600, env=env)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _runners_share_the_clients_uid() -> bool:
+    return confine.landlock_abi() >= 1 and os.environ.get(confine.UID_VARIABLE, "") in ("", "none")
+
+
+@pytest.mark.timeout(600)
+def test_the_judge_keeps_no_secret_of_the_client_that_started_it(judge_dir, tmp_path):
+    """The judge starts with its client's environment less every variable named like a secret: its
+    /proc/<pid>/environ, the one process every runner can find (its parent or grandparent), holds none."""
+    answer = _run_client(tmp_path)
+    environ = Path(f"/proc/{answer['judge_pid']}/environ").read_bytes()
+    assert SECRET.encode() not in environ and SECRET_NAME.encode() not in environ
+    assert b"KERNEL_GYM_JUDGE_DIR=" in environ  # the rest of the client's environment is kept
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.xfail(condition=_runners_share_the_clients_uid(), strict=True,
+                   reason="known gap: a runner that runs as its client's user reads that client's /proc/<pid>/environ "
+                          "(Landlock stops /proc/<pid>/mem, not environ); a runner uid of its own closes it "
+                          "(KERNEL_GYM_RUNNER_UID)")
+def test_a_candidate_cannot_read_a_clients_secret_from_proc(judge_dir, tmp_path):
+    answer = _run_client(tmp_path)
+    assert answer["outcome"] == "correct", answer
