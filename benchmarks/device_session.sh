@@ -100,6 +100,9 @@ for arg in "$@"; do
       timeout "$T" python3 benchmarks/bench_runner_start.py --device cuda --n ${N_STARTS:-5} --out "$OUT" ;;
     probe-threads)  # which import of a runner's preload starts a thread (the fork server refuses to fork then)
       for nvml in "" 1; do OMP_NUM_THREADS=1 PYTORCH_NVML_BASED_CUDA_CHECK=$nvml timeout "$T" python3 benchmarks/probe_threads.py; done ;;
+    uid-tests)  # runners under a uid of their own on the GPU (closes /proc/<pid>/environ; docs/anti-hacking.md)
+      KERNEL_GYM_RUNNER_UID=auto timeout "$T" python3 -m pytest -m "gpu or not gpu" tests/gpu/test_judge_gpu.py \
+        tests/sandbox/test_environ_secrets.py -p no:cacheprovider -q -rfExX ;;
     forkserver-cuda)  # the judge's GPU tests with cuda runners forked from the fork server (judge/spawner.py)
       KERNEL_GYM_FORKSERVER=1 timeout "$T" python3 -m pytest -m gpu tests/gpu/test_judge_gpu.py -p no:cacheprovider -q -rfE ;;
     gpu-shapes)  # #22: the CUDA forms of the regression set and the profiler share on the device
@@ -112,7 +115,7 @@ for arg in "$@"; do
         --kind "$kind" --n ${N_ACTIONS:-32} --stock-sample ${OLD_STOCK_SAMPLE:-1} --workers 8 --out "$OUT/old_$kind") ;;
     throughput-triton-new|throughput-cuda-new|throughput-cuda-nospare)  # nospare: no build process started ahead
       kind=${stage#throughput-}; kind=${kind%-*}
-      spares=${KERNEL_GYM_SPARE_BUILDERS:-8}; [ "$stage" = throughput-cuda-nospare ] && spares=0
+      spares=${KERNEL_GYM_SPARE_BUILDERS:-8}; [ "$stage" = throughput-cuda-nospare ] && spares=0  # (NEW_STOCK_SAMPLE=0 to skip the stock run)
       judges=$(mktemp -d /tmp/kgj_XXXX)  # a judge of its own, started with this stage's settings, stopped after
       KERNEL_GYM_JUDGE_DIR=$judges KERNEL_GYM_SPARE_BUILDERS=$spares timeout "$T" python3 benchmarks/bench_speed.py \
         throughput --kind "$kind" --n ${N_ACTIONS:-32} --stock-sample ${NEW_STOCK_SAMPLE:-1} --workers 8 \

@@ -9,28 +9,19 @@ from __future__ import annotations
 import importlib
 import json
 import os
-from pathlib import Path
+
+from kernel_gym.runner.forkserver import thread_names
 
 STEPS = ("torch", "torch._dynamo", "torch.profiler", "torch.utils.cpp_extension", "triton", "kernel_gym.eval.cuda",
          "kernel_gym.eval.integrity", "kernel_gym.eval.launches", "kernel_gym.eval.op_audit", "kernel_gym.eval.profile",
          "kernel_gym.runner.session")
 
 
-def names() -> list[str]:
-    out = []
-    for tid in sorted(os.listdir("/proc/self/task")):
-        try:
-            out.append(Path(f"/proc/self/task/{tid}/comm").read_text().strip())
-        except OSError:
-            pass
-    return out
-
-
 def main() -> None:
     rows = []
     for step in STEPS:
         importlib.import_module(step)
-        rows.append({"after": step, "threads": names()})
+        rows.append({"after": step, "threads": thread_names()})
         print(json.dumps(rows[-1]), flush=True)
     import torch
 

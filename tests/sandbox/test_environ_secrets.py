@@ -41,42 +41,22 @@ CLIENT = textwrap.dedent("""
                       "judge_pid": client.status()["pid"]}}), flush=True)
 """)
 
-# A genuine ReLU whose forward first reads /proc/<pid>/environ of every process it can, and answers wrong when it
-# finds the client's secret there (so the verdict tells whether it could).
-SCAVENGER = '''
-import os
-import torch
-import torch.nn as nn
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def _relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(y_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=mask), 0.0), mask=mask)
+# A genuine ReLU (tests/conftest.py's template) that reads /proc/<pid>/environ of every process it can, and answers
+# wrong when it finds the client's secret there (so the verdict tells whether it could).
+SCAVENGER_HEADER = f"""import os
 
 
 def _found():
     for pid in os.listdir("/proc"):
         if pid.isdigit():
             try:
-                with open(f"/proc/{pid}/environ", "rb") as f:
-                    if b"SECRET_VALUE" in f.read():
+                with open(f"/proc/{{pid}}/environ", "rb") as f:
+                    if {SECRET.encode()!r} in f.read():
                         return pid
             except OSError:
                 pass
     return None
-
-
-class ModelNew(nn.Module):
-    def forward(self, x):
-        x = x.contiguous()
-        y = torch.empty_like(x)
-        _relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
-        return y + 1.0 if _found() else y
-'''.replace("SECRET_VALUE", SECRET)
+"""
 
 
 @pytest.fixture
@@ -88,9 +68,9 @@ def judge_dir(tmp_path, monkeypatch):
     stop_judge(socket_path("cpu"))
 
 
-def _run_client(tmp_path: Path) -> dict:
+def _run_client(tmp_path: Path, relu_code) -> dict:
     code = tmp_path / "scavenger.py"
-    code.write_text(SCAVENGER)
+    code.write_text(relu_code(header=SCAVENGER_HEADER, ret="y + 1.0 if _found() else y"))
     env = {**os.environ, SECRET_NAME: SECRET}
     out = subprocess.run([sys.executable, "-c", CLIENT.format(root=str(ROOT)), str(code)], capture_output=True,
                          text=True, timeout=600, env=env)
@@ -103,20 +83,26 @@ def _runners_share_the_clients_uid() -> bool:
 
 
 @pytest.mark.timeout(600)
-def test_the_judge_keeps_no_secret_of_the_client_that_started_it(judge_dir, tmp_path):
+def test_the_judge_keeps_no_secret_of_the_client_that_started_it(judge_dir, tmp_path, relu_code):
     """The judge starts with its client's environment less every variable named like a secret: its
     /proc/<pid>/environ, the one process every runner can find (its parent or grandparent), holds none."""
-    answer = _run_client(tmp_path)
+    answer = _run_client(tmp_path, relu_code)
     environ = Path(f"/proc/{answer['judge_pid']}/environ").read_bytes()
     assert SECRET.encode() not in environ and SECRET_NAME.encode() not in environ
     assert b"KERNEL_GYM_JUDGE_DIR=" in environ  # the rest of the client's environment is kept
 
 
+class SecretRead(AssertionError):
+    """The candidate found the client's secret (its answer was off by one on purpose)."""
+
+
 @pytest.mark.timeout(600)
-@pytest.mark.xfail(condition=_runners_share_the_clients_uid(), strict=True,
+@pytest.mark.xfail(condition=_runners_share_the_clients_uid(), strict=True, raises=SecretRead,
                    reason="known gap: a runner that runs as its client's user reads that client's /proc/<pid>/environ "
                           "(Landlock stops /proc/<pid>/mem, not environ); a runner uid of its own closes it "
                           "(KERNEL_GYM_RUNNER_UID)")
-def test_a_candidate_cannot_read_a_clients_secret_from_proc(judge_dir, tmp_path):
-    answer = _run_client(tmp_path)
-    assert answer["outcome"] == "correct", answer
+def test_a_candidate_cannot_read_a_clients_secret_from_proc(judge_dir, tmp_path, relu_code):
+    answer = _run_client(tmp_path, relu_code)
+    if answer["outcome"] == "mismatch":
+        raise SecretRead(f"a candidate read the client's secret from /proc: {answer}")
+    assert answer["outcome"] == "correct", answer  # anything else: the test itself is broken, not the gap
