@@ -13,9 +13,10 @@ A candidate's runner calls `load_inline` while it imports the solution (or const
    that folder into `$KERNEL_GYM_CACHE/extensions/<name>` (atomic: a folder there is always a whole build);
 4. answers with the folder and module name, from which the runner imports the module (read-only to it).
 
-A build process costs a Python start and torch's import (~2 s, more on a machine busy compiling) before its first
-compiler runs; on cuda the judge keeps started ones in reserve (`SpareBuilders`: as many as builds ran at once, up to
-`KERNEL_GYM_SPARE_BUILDERS`, default 8; none on cpu unless asked), each with its imports done, waiting for a request.
+A build process costs a Python start and torch's import (~1.2 s on an idle CPU, more on a machine busy compiling)
+before its first compiler runs; on cuda the judge keeps started ones in reserve (`SpareBuilders`: as many as builds
+ran at once, up to `KERNEL_GYM_SPARE_BUILDERS`, default 8; none on cpu unless asked), each with its imports done,
+waiting for a request.
 
 What a candidate can no longer do: plant a library, a precompiled header or a light header in a shared cache that a
 later job would load (docs/anti-hacking.md). What it still decides is its own inputs: a source that includes a file
