@@ -32,7 +32,7 @@ per turn, cached in a `ModelSummarizer` (extractive when the call fails, noted i
 
 Extra columns the reward functions receive (one value per completion): `kernel_reward` (R_t or R_1),
 `kernel_score` (the turn's score; the best one in "episode" mode), `kernel_turn`, `kernel_task`, `kernel_correct`,
-`kernel_error`.
+`kernel_error`, `kernel_infra_failure` (the evaluation infrastructure failed on the turn: its 0 is no verdict).
 """
 
 from __future__ import annotations
@@ -90,6 +90,9 @@ def kernel_reward(completions: list[Any], kernel_reward: list[float] | None = No
         raise ConfigError("kernel_reward needs KernelRefineRollout as the trainer's rollout_func")
     if log_metric is not None and kernel_correct:
         log_metric("kernel/correct", sum(map(bool, kernel_correct)) / len(kernel_correct))
+    if log_metric is not None and kwargs.get("kernel_infra_failure"):
+        failed = kwargs["kernel_infra_failure"]
+        log_metric("kernel/infra_failure", sum(map(bool, failed)) / len(failed))
     return [float(r) for r in kernel_reward]
 
 
@@ -303,7 +306,7 @@ class KernelRefineRollout:
     def _output(self, episodes: list[_Episode], n: int) -> dict[str, Any]:
         out: dict[str, list[Any]] = {k: [None] * n for k in (
             "prompt_ids", "completion_ids", "logprobs", "kernel_reward", "kernel_score", "kernel_turn", "kernel_task",
-            "kernel_correct", "kernel_error")}
+            "kernel_correct", "kernel_error", "kernel_infra_failure")}
         if self.mode == "episode":
             out["env_mask"] = [None] * n
         for e in episodes:
@@ -362,3 +365,4 @@ def _put(out: dict[str, list[Any]], slot: int, sample: dict[str, Any], ret: floa
     out["kernel_task"][slot] = info["task"]
     out["kernel_correct"][slot] = bool(info["correct"])
     out["kernel_error"][slot] = info.get("error") or ""
+    out["kernel_infra_failure"][slot] = bool(info.get("infra_failure"))

@@ -103,6 +103,7 @@ def test_turns_mode_one_sample_per_turn_with_its_return(tmp_path, tokenizer, eva
         assert [out["kernel_turn"][s] for s in slots] == [1, 2]
         assert [out["kernel_reward"][s] for s in slots] == pytest.approx(aggregate(scores, 0.4, "sum"))
     assert out["kernel_correct"] == [False, True, True, False]
+    assert out["kernel_infra_failure"] == [False] * 4
     assert out["kernel_error"][0] == "format_error" and out["kernel_score"][0] == 0.0 < out["kernel_score"][1]
     # turn 2's prompt is the env's observation: turn 1's feedback (the format error) and the policy's summary
     second = tokenizer.decode(out["prompt_ids"][1])
@@ -188,3 +189,11 @@ def test_example_script_builds_and_trains_one_step(tmp_path, tokenizer, evaluato
     assert len(trainer.train_dataset) > 10 and trainer.rollout_func.mode == "turns"
     trainer.train()
     assert any("reward" in entry for entry in trainer.state.log_history)
+
+
+def test_the_reward_function_logs_infrastructure_failures():
+    logged = {}
+    rewards = adapter.kernel_reward(["a", "b"], kernel_reward=[1.3, 0.0], log_metric=logged.__setitem__,
+                                    kernel_correct=[True, False], kernel_infra_failure=[False, True])
+    assert rewards == [1.3, 0.0]
+    assert logged == {"kernel/correct": 0.5, "kernel/infra_failure": 0.5}
