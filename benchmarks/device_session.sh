@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# One command on the lent GPU machine: install the carried wheels (.whl/), then run the named stages in order.
+# One command on the lent GPU machine: install the carried wheels (.whl/, made by benchmarks/prepare_wheels.sh), then
+# run the named stages in order.
 # Logs go to $OUT (the device tool brings them back). Usage, from the repo root on the device:
 #   bash benchmarks/device_session.sh warm gpu-tests compile
 #   bash benchmarks/device_session.sh cv throughput-cuda c2cuda-baselines
