@@ -35,6 +35,13 @@ TRITON_SOLUTIONS = ["level1_relu", "level1_softmax", "level1_layernorm", "level1
 CUDA_SOLUTION = SOL / "cuda" / "level1_relu.py"
 
 
+def card() -> str:
+    """The GPU's name, for the printed tables (the card a number came from goes with it)."""
+    import torch
+
+    return torch.cuda.get_device_name() if torch.cuda.is_available() else "no GPU"
+
+
 def salt_triton(code: str, tag: str) -> str:
     """A comment as the first line of every @triton.jit function body (Triton's cache key covers the source)."""
     lines = code.splitlines(keepends=True)
@@ -116,7 +123,7 @@ def section_throughput(args: argparse.Namespace) -> dict:
     base = stock(actions, args.stock_sample)
     projected = base["per_action_s"] * args.n
     ratio = projected / mine["wall_s"]
-    print(f"\n### Throughput, {args.n} distinct {args.kind} actions (H200)\n")
+    print(f"\n### Throughput, {args.n} distinct {args.kind} actions ({card()})\n")
     print("| harness | actions measured | wall s | s per action | outcomes |")
     print("|---|---|---|---|---|")
     print(f"| stock serial (fresh process per kernel) | {base['sample']} | {base['wall_s']} | {base['per_action_s']} | "
@@ -125,7 +132,7 @@ def section_throughput(args: argparse.Namespace) -> dict:
           f"| {mine['outcomes']} |")
     print(f"\nthroughput ratio (stock s/action x {args.n} / ours wall): **{ratio:.1f}x**; pool start-up "
           f"{mine['startup_s']} s (paid once per run); our per-stage medians (ms): {mine['stage_median_ms']}")
-    return {"kind": args.kind, "ours": mine, "stock": base, "ratio": round(ratio, 2)}
+    return {"kind": args.kind, "card": card(), "ours": mine, "stock": base, "ratio": round(ratio, 2)}
 
 
 def section_compile(args: argparse.Namespace) -> dict:
@@ -191,7 +198,7 @@ def section_compile(args: argparse.Namespace) -> dict:
     out["identity"] = {"equal": bool(torch.equal(stock_mod.relu_forward(x), fast_mod.relu_forward(x))),
                        "stock_build_s": round(t_stock, 2), "fast_build_s": round(t_fast, 2),
                        "changes": changes}
-    print("\n### Compile times, level1/relu CUDA action (H200)\n")
+    print(f"\n### Compile times, level1/relu CUDA action ({card()})\n")
     print("| path | seconds |\n|---|---|")
     print(f"| stock load_inline, cold (fresh process + fresh dir) | {out['stock_cold_s']} |")
     print(f"| kernel-gym load_inline, first build of the machine (incl. PCH) | {out['ours_first_with_pch_build_s']} |")
@@ -245,7 +252,7 @@ def section_cv(args: argparse.Namespace) -> dict:
                       "lock_wait_ms": [r.stage_ms.get("gpu_lock_wait") for r in rs]}
     print(f"\n### Speedup CV over {args.repeats} repeated evaluations ({args.workers} concurrent workers, "
           f"{'inline' if args.no_gate else 'launch gate'}, "
-          f"{args.timing_trials or 'adaptive 30-300'} timed rounds per side, H200)\n")
+          f"{args.timing_trials or 'adaptive 30-300'} timed rounds per side, {card()})\n")
     print("| kernel | runtime ms | speedups | CV | rounds |\n|---|---|---|---|---|")
     for name, r in rows.items():
         sps = ", ".join(f"{s:.3f}" for s in r["speedups"])
