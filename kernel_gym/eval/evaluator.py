@@ -49,8 +49,11 @@ def judged(job: EvalJob, evaluator: Evaluator) -> EvalResult:
     (`SandboxError`: a runner that cannot start, the task's reference failing, a closed pool) gives a `crash` marked
     `infra_failure`, not an exception: an env step or a rollout goes on, and its trainer can drop the turn."""
     rejected = static_verdict(job)
-    if rejected is not None:
-        return rejected
+    return rejected if rejected is not None else evaluated(job, evaluator)
+
+
+def evaluated(job: EvalJob, evaluator: Evaluator) -> EvalResult:
+    """The evaluator's result, or the `infra_failure` crash of a `SandboxError` it raised."""
     try:
         return evaluator.evaluate(job)
     except SandboxError as e:
@@ -150,7 +153,7 @@ def evaluate_many(jobs: list[EvalJob], *, workers: int = 1, evaluator: Evaluator
         try:
             many = getattr(evaluator, "evaluate_many", None)
             batch = [jobs[i] for i in todo]
-            done = many(batch) if many else [evaluator.evaluate(j) for j in batch]
+            done = many(batch) if many else [evaluated(j, evaluator) for j in batch]
         finally:
             if local is not None:
                 local.close()

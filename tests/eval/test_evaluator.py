@@ -41,3 +41,26 @@ def test_a_judge_that_fails_twice_gives_an_infrastructure_crash():
     result = _evaluator(pool).evaluate(EvalJob(task_id="level1/relu", code=""))
     assert result.outcome is Outcome.CRASH and result.infra_failure and pool.calls == 2
     assert "infrastructure failed" in result.message and "runner failed to start" in result.message
+
+
+def test_one_failing_job_does_not_fail_a_batch(solution):
+    """`evaluate_many` with an evaluator of one's own (no evaluate_many of its own) that fails on one job: that job is
+    an infrastructure crash, the others keep their results."""
+    from kernel_gym.eval.evaluator import evaluate_many
+
+    class FailsOnSecond:
+        calls = 0
+
+        def evaluate(self, job):
+            FailsOnSecond.calls += 1
+            if FailsOnSecond.calls == 2:
+                raise SandboxError("the task's reference failed (oom): ")
+            return EvalResult(outcome=Outcome.MISMATCH, backend=job.backend)
+
+        def close(self):
+            pass
+
+    jobs = [EvalJob(task_id="level1/relu", code=solution("level1/relu")) for _ in range(3)]  # past the static rules
+    results = evaluate_many(jobs, evaluator=FailsOnSecond())
+    assert [r.outcome for r in results] == [Outcome.MISMATCH, Outcome.CRASH, Outcome.MISMATCH]
+    assert [r.infra_failure for r in results] == [False, True, False]
