@@ -101,6 +101,9 @@ for arg in "$@"; do
       timeout "$T" python3 benchmarks/bench_runner_start.py --device cuda --n ${N_STARTS:-5} --out "$OUT" ;;
     probe-threads)  # which import of a runner's preload starts a thread (the fork server refuses to fork then)
       for nvml in "" 1; do OMP_NUM_THREADS=1 PYTORCH_NVML_BASED_CUDA_CHECK=$nvml timeout "$T" python3 benchmarks/probe_threads.py; done ;;
+    confine-proc)  # landlock_proc on cuda runners (no reading other processes' /proc): CUDA, Triton's ptxas, the attacks
+      KERNEL_GYM_CONFINE_PROC=1 timeout "$T" python3 -m pytest -m gpu tests/gpu/test_judge_gpu.py \
+        tests/anti_hacking/test_gpu_attacks.py tests/gpu/test_gpu_env.py -p no:cacheprovider -q -rfE ;;
     uid-tests)  # runners under a uid of their own on the GPU (closes /proc/<pid>/environ; docs/anti-hacking.md)
       KERNEL_GYM_RUNNER_UID=auto timeout "$T" python3 -m pytest -m "gpu or not gpu" tests/gpu/test_judge_gpu.py \
         tests/sandbox/test_environ_secrets.py -p no:cacheprovider -q -rfExX ;;

@@ -138,10 +138,16 @@ class Slot:
         if not runner.alive:
             return None
         try:
-            return runner.request("end", deadline=_soon(), stage="compile")
+            report = runner.request("end", deadline=_soon(), stage="compile")
         except Exception:  # noqa: BLE001 - a runner that cannot end a job is replaced
             runner.kill()
             return None
+        # Processes the job started, killed by the judge, who sees every process (a runner under `landlock_proc`
+        # cannot read other processes' /proc to find its own; the runner is their subreaper, so orphans count).
+        from kernel_gym.sandbox.limits import kill_descendants
+
+        kill_descendants(runner.pid)
+        return report
 
     def warm_up(self) -> None:
         self.ref.wait_ready()

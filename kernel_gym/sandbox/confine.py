@@ -10,6 +10,7 @@ into `ConfinementError`. The return value names the pieces that took effect.
 | `landlock_fs` | writes (create, write, truncate, delete, rename, link, mknod, device ioctl) only beneath `workdir`, `writable` and a few device files (`/dev/null`, `/dev/zero`, `/dev/full`, `/dev/nvidia*`); reads and exec everywhere | Landlock: every write-type right the running ABI knows is handled, then granted only there | Linux ≥ 5.13 with Landlock in the LSM list (ABI 1; truncate ABI 3 = 6.2, device ioctl ABI 5 = 6.10) |
 | (with `landlock_fs`) | no ptrace, `/proc/<pid>/mem`, `/proc/<pid>/fd`, `process_vm_*` of any process outside the domain | Landlock's ptrace rule (part of every domain) | as `landlock_fs` |
 | `landlock_net` | no TCP bind or connect | Landlock `handled_access_net` with no port allowed | ABI 4 (Linux ≥ 6.7) |
+| `landlock_proc` | no reading of another process's `/proc/<pid>` files (`environ`, `cmdline`, `maps`, ...): every file outside `/proc` stays readable, and in `/proc` the system's files (`cpuinfo`, `meminfo`, `sys/`, `driver/`, ...) and the process's own folder | a second Landlock layer that handles file reads and grants them beneath every top-level entry but `/proc`, every `/proc` entry that is not a pid, and `/proc/<own pid>`; listing folders stays allowed everywhere | as `landlock_fs`; opt-in (`proc=True`): the process's children read their own `/proc/self` files only where they are its threads |
 | `landlock_scope` | no signal to, no abstract-unix-socket connect to, any process outside the domain (the judge, other runners) | Landlock `scoped` | ABI 6 (Linux ≥ 6.12) |
 | `landlock_all_threads` | the Landlock domain covers every thread, not only the caller | single-threaded at the call, or `LANDLOCK_RESTRICT_SELF_TSYNC` | ABI 8 for TSYNC; else only if no other thread exists |
 | `seccomp` | `EPERM` for ptrace, process_vm_readv/writev, pidfd_open/getfd, kcmp, bpf, userfaultfd, perf_event_open, io_uring, keyrings, (u)mount and the new mount API, pivot_root, chroot, setns, unshare, clone with namespace flags, modules, kexec, reboot, swap, clock setting, syslog, handle-based open; `socket()` of any family but AF_UNIX (`network=False`); `ENOSYS` for clone3 (libc falls back to clone, whose flags can be checked); foreign-ABI syscalls (x32, i386) | classic BPF on `seccomp_data`, x86_64 and aarch64 numbers | Linux ≥ 3.17 (TSYNC), x86_64 and aarch64 |
@@ -139,6 +140,40 @@ def _set_no_new_privs() -> str | None:
 
 
 # ---------------------------------------------------------------------------------------------------------- Landlock
+
+def _proc_read_grants(pid: int) -> list[Path]:
+    """What the `landlock_proc` layer lets the process read: every top-level entry but /proc, every /proc entry that
+    is not a process's folder (nor the self links, which resolve to one), and its own folder."""
+    grants = [Path("/", name) for name in sorted(os.listdir("/")) if name != "proc"]
+    grants += [Path("/proc", name) for name in sorted(os.listdir("/proc"))
+               if not name.isdigit() and name not in ("self", "thread-self")]
+    return [*grants, Path("/proc", str(pid))]
+
+
+def _landlock_proc(applied: list[str], reasons: dict[str, str]) -> None:
+    """A second Landlock layer (layers add up: an access must pass each): file reads handled, granted by
+    `_proc_read_grants`; folder listing granted everywhere."""
+    attr = _RulesetAttr(handled_access_fs=FS_READ_FILE | FS_READ_DIR)
+    ruleset = _syscall(SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(8), ctypes.c_uint32(0))
+    if ruleset < 0:
+        reasons["landlock_proc"] = f"landlock_create_ruleset: {_strerror(-ruleset)}"
+        return
+    try:
+        _add_rule(ruleset, Path("/"), FS_READ_DIR)
+        for path in _proc_read_grants(os.getpid()):
+            _add_rule(ruleset, path, FS_READ_FILE | FS_READ_DIR)
+        others = _thread_count() - 1
+        flags = LANDLOCK_RESTRICT_SELF_TSYNC if landlock_abi() >= 8 and others else 0
+        result = _syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, ctypes.c_uint32(flags))
+        if result < 0 and flags:
+            result = _syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, ctypes.c_uint32(0))
+        if result < 0:
+            reasons["landlock_proc"] = f"landlock_restrict_self: {_strerror(-result)}"
+            return
+    finally:
+        os.close(ruleset)
+    applied.append("landlock_proc")
+
 
 def _write_rights(abi: int) -> int:
     rights = _WRITE_V1
@@ -430,7 +465,7 @@ def _drop_uid(uid: int, workdir: Path, applied: list[str], reasons: dict[str, st
 # ------------------------------------------------------------------------------------------------------------ apply
 
 def apply(workdir: str | os.PathLike, *, writable: Sequence[str | os.PathLike] = (), uid: int | str | None = "auto",
-          network: bool = False, landlock: bool = True, seccomp: bool = True,
+          network: bool = False, landlock: bool = True, seccomp: bool = True, proc: bool = False,
           devices: Sequence[str] = DEFAULT_DEVICES, required: Collection[str] = (),
           allow_syscalls: Collection[str] = (), reasons: dict[str, str] | None = None) -> list[str]:
     """Confine the current process for good; returns the names of the pieces that took effect.
@@ -438,7 +473,7 @@ def apply(workdir: str | os.PathLike, *, writable: Sequence[str | os.PathLike] =
     workdir: the only tree (with `writable` and the `devices` globs) the process may write; chowned to the runner
     uid when it drops root. uid: "auto" ($KERNEL_GYM_RUNNER_UID, default 65534, only as root), an int, or None to
     keep. network: True leaves TCP and non-unix sockets alone. landlock / seccomp: False skips that piece (tests,
-    debugging). devices: globs of device files granted write and ioctl. required: piece names ("landlock_fs",
+    debugging). proc: True adds `landlock_proc` (no reading of other processes' /proc files; with `landlock`). devices: globs of device files granted write and ioctl. required: piece names ("landlock_fs",
     "seccomp", "uid", ...) whose absence raises ConfinementError after everything else was applied. allow_syscalls:
     names to take off the seccomp deny list (e.g. "perf_event_open" should a GPU profiler need it). reasons: a dict
     that receives, for each piece not in force, why.
@@ -470,6 +505,10 @@ def apply(workdir: str | os.PathLike, *, writable: Sequence[str | os.PathLike] =
                 reasons["landlock_fs"] = "no Landlock (Linux < 5.13, or not in the kernel's LSM list)"
             else:  # without no_new_privs only CAP_SYS_ADMIN may restrict itself: the kernel decides
                 _landlock(abi, _grants(workdir, writable_paths, devices), network, applied, reasons)
+                if proc:
+                    _landlock_proc(applied, reasons)
+                else:
+                    reasons["landlock_proc"] = "proc=False"
         else:
             reasons["landlock_fs"] = "landlock=False"
         if seccomp:
@@ -477,7 +516,7 @@ def apply(workdir: str | os.PathLike, *, writable: Sequence[str | os.PathLike] =
         else:
             reasons["seccomp"] = "seccomp=False"
     for piece, why in reasons.items():
-        chosen = why in ("uid=None", "landlock=False", "seccomp=False", "network=True")
+        chosen = why in ("uid=None", "landlock=False", "seccomp=False", "network=True", "proc=False")
         log.log(logging.INFO if chosen else logging.WARNING, "confine: %s not in force: %s", piece, why)
     missing = [p for p in required if p not in applied and not (p == "uid" and any(a.startswith("uid:") for a in applied))]
     if missing:

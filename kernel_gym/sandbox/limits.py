@@ -28,7 +28,8 @@ PR_SET_CHILD_SUBREAPER = 36
 CLONE_NEWNET = 0x40000000
 
 _PASS_PREFIXES = ("CUDA_", "NVIDIA_", "NCCL_", "NVSHMEM_", "TORCH_SYMM_MEM_", "LD_LIBRARY_PATH", "PATH", "LANG", "LC_",
-                  "TRITON_", "CC", "CXX", "KERNEL_GYM_CACHE", "KERNEL_GYM_RUNNER_", "TORCH_CUDA_ARCH_LIST", "MAX_JOBS",
+                  "TRITON_", "CC", "CXX", "KERNEL_GYM_CACHE", "KERNEL_GYM_RUNNER_", "KERNEL_GYM_CONFINE_PROC", "TORCH_CUDA_ARCH_LIST",
+                  "MAX_JOBS",
                   "TZ")
 
 
@@ -148,7 +149,9 @@ def confine(root: Path, device: str, role: str) -> list[str]:
     caches, `$KERNEL_GYM_RUNNER_WRITABLE` (os.pathsep-separated, an operator's or a test's scratch folder) and, on
     cuda, /dev/shm (CUDA IPC's ref-counter files); seccomp; Landlock's network and scope rights. The uid is dropped
     (to $KERNEL_GYM_RUNNER_UID, else 65534) only where Landlock is missing, or when $KERNEL_GYM_RUNNER_UID asks for
-    it. Returns the names of the pieces in force."""
+    it. A candidate's runner on cpu also may not read other processes' /proc files (`landlock_proc`: their
+    environments hold a client's API keys); on cuda only with KERNEL_GYM_CONFINE_PROC=1 until it is measured there
+    (CUDA's compilers run as the runner's children); =0 turns it off. Returns the names of the pieces in force."""
     from kernel_gym.sandbox import confine as confinement
 
     cache = cache_dir()
@@ -161,4 +164,12 @@ def confine(root: Path, device: str, role: str) -> list[str]:
     uid = os.environ.get(confinement.UID_VARIABLE) or (None if confinement.landlock_abi() >= 1 else "auto")
     if uid not in (None, "none"):
         root.chmod(0o711)
-    return confinement.apply(root, writable=writable, uid=uid)
+    return confinement.apply(root, writable=writable, uid=uid, proc=confine_proc(device, role))
+
+
+def confine_proc(device: str, role: str) -> bool:
+    """Whether a runner gets `landlock_proc` (see `confine`)."""
+    flag = os.environ.get("KERNEL_GYM_CONFINE_PROC", "")
+    if flag in ("0", "1"):
+        return flag == "1" and role == "candidate"
+    return role == "candidate" and device == "cpu"

@@ -168,9 +168,9 @@ BLOCKERS = {
     "vm_writev": {"landlock": (EPERM,), "seccomp": (EPERM,), "uid": (EPERM,)},
     "proc_mem": {"landlock": (EACCES, EPERM), "uid": (EACCES, EPERM)},
     "proc_fd": {"landlock": (EACCES, EPERM), "uid": (EACCES, EPERM)},
-    # Landlock's ptrace rule covers /proc/<pid>/mem (attach mode) but not environ (read mode): only another uid stops
-    # it (tests/sandbox/test_environ_secrets.py: the judge keeps no secrets; a client's is a known gap)
-    "proc_environ": {"uid": (EACCES, EPERM)},
+    # Landlock's ptrace rule covers /proc/<pid>/mem (attach mode) but not environ (read mode): another uid stops it,
+    # or the landlock_proc layer (no file reads in other processes' /proc folders)
+    "proc_environ": {"landlock_proc": (EACCES,), "uid": (EACCES, EPERM)},
     "tcp_connect": {"landlock": (EACCES,), "seccomp": (EPERM,)},
     "signal_parent": {"landlock": (EPERM,), "uid": (EPERM,)},
     "inet_socket": {"seccomp": (EPERM,)},
@@ -181,7 +181,8 @@ BLOCKERS = {
 }
 # The Landlock piece an attack needs (older ABIs lack the network and scope rights).
 LANDLOCK_PIECE = {"tcp_connect": "landlock_net", "signal_parent": "landlock_scope"}
-ONLY = {"landlock": {"uid": None, "seccomp": False}, "seccomp": {"uid": None, "landlock": False},
+ONLY = {"landlock": {"uid": None, "seccomp": False}, "landlock_proc": {"uid": None, "seccomp": False, "proc": True},
+        "seccomp": {"uid": None, "landlock": False},
         "uid": {"landlock": False, "seccomp": False}}
 
 
@@ -229,7 +230,7 @@ class Campaign:
 
     def report(self, config: str) -> dict:
         if config not in self.reports:
-            pieces = {"none": None, "all": {}}.get(config, ONLY.get(config))
+            pieces = {"none": None, "all": {"proc": True}}.get(config, ONLY.get(config))
             top = Path(tempfile.mkdtemp(prefix="kg_confine_"))
             try:
                 top.chmod(0o755)  # the runner uid must reach its workdir (pytest's tmp_path is 0700 under root)
@@ -304,7 +305,8 @@ def test_attack_succeeds_unconfined(attack, campaign):
 
 def _skip_unless_applied(report: dict, piece: str, attack: str) -> None:
     applied = report["applied"]
-    needed = {"landlock": LANDLOCK_PIECE.get(attack, "landlock_fs"), "seccomp": "seccomp", "uid": "uid:"}[piece]
+    needed = {"landlock": LANDLOCK_PIECE.get(attack, "landlock_fs"), "landlock_proc": "landlock_proc",
+              "seccomp": "seccomp", "uid": "uid:"}[piece]
     if not any(a.startswith(needed) for a in applied):
         pytest.skip(f"{needed} did not take effect on this machine (applied: {applied}); "
                     f"kernel {os.uname().release}, euid {os.geteuid()}, Landlock ABI {confine.landlock_abi()}")

@@ -2,11 +2,12 @@
 
 A client (a trainer, an eval script) often holds API keys and tokens in its environment. Runners get an allowlisted
 environment of their own (attack 17); what is left is `/proc/<pid>/environ` of the other processes of the same user,
-which a candidate that escapes the static rules can open:
-- the judge: started by a client, it keeps no variable named like a secret (closed here);
-- the client processes themselves: readable from a runner that runs as the same user with Landlock (Landlock's
-  ptrace rule stops `/proc/<pid>/mem` but not `environ`); only a runner uid of its own stops it
-  (`KERNEL_GYM_RUNNER_UID`, the default where Landlock is missing): a known gap, marked below.
+which a candidate that escapes the static rules can open (Landlock's ptrace rule stops `/proc/<pid>/mem`, not
+`environ`):
+- the judge: started by a client, it keeps no variable named like a secret;
+- the client processes themselves: a candidate's runner on cpu may read no other process's /proc files
+  (`landlock_proc`; on cuda with KERNEL_GYM_CONFINE_PROC=1 until measured there), and a runner uid of its own
+  (`KERNEL_GYM_RUNNER_UID`, the default where Landlock is missing) stops it too.
 """
 
 from __future__ import annotations
@@ -78,8 +79,14 @@ def _run_client(tmp_path: Path, relu_code) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def _runners_share_the_clients_uid() -> bool:
-    return confine.landlock_abi() >= 1 and os.environ.get(confine.UID_VARIABLE, "") in ("", "none")
+def _nothing_stops_it() -> bool:
+    """Neither `landlock_proc` (no Landlock here, or turned off) nor a uid of the runners' own (sandbox/limits.py:
+    dropped as root where Landlock is missing, or when KERNEL_GYM_RUNNER_UID asks)."""
+    landlock = confine.landlock_abi() >= 1
+    proc = landlock and os.environ.get("KERNEL_GYM_CONFINE_PROC") != "0"
+    asked = os.environ.get(confine.UID_VARIABLE, "")
+    uid = (asked not in ("", "none")) or (not asked and not landlock and os.geteuid() == 0)
+    return not proc and not uid
 
 
 @pytest.mark.timeout(600)
@@ -97,11 +104,12 @@ class SecretRead(AssertionError):
 
 
 @pytest.mark.timeout(600)
-@pytest.mark.xfail(condition=_runners_share_the_clients_uid(), strict=True, raises=SecretRead,
-                   reason="known gap: a runner that runs as its client's user reads that client's /proc/<pid>/environ "
-                          "(Landlock stops /proc/<pid>/mem, not environ); a runner uid of its own closes it "
-                          "(KERNEL_GYM_RUNNER_UID)")
+@pytest.mark.xfail(condition=_nothing_stops_it(), strict=True, raises=SecretRead,
+                   reason="no Landlock and no runner uid of its own here: a runner reads its client's "
+                          "/proc/<pid>/environ")
 def test_a_candidate_cannot_read_a_clients_secret_from_proc(judge_dir, tmp_path, relu_code):
+    """The client's secret stays out of reach of a cpu runner (`landlock_proc`). Without it (KERNEL_GYM_CONFINE_PROC=0)
+    the same candidate reads it: the test is then an expected failure, by SecretRead only."""
     answer = _run_client(tmp_path, relu_code)
     if answer["outcome"] == "mismatch":
         raise SecretRead(f"a candidate read the client's secret from /proc: {answer}")
