@@ -147,7 +147,7 @@ def _proc_read_grants(pid: int) -> list[Path]:
     grants = [Path("/", name) for name in sorted(os.listdir("/")) if name != "proc"]
     grants += [Path("/proc", name) for name in sorted(os.listdir("/proc"))
                if not name.isdigit() and name not in ("self", "thread-self")]
-    return [*grants, Path("/proc", str(pid))]
+    return [p for p in (*grants, Path("/proc", str(pid))) if p.exists()]  # (a dangling top-level link: nothing to read)
 
 
 def _landlock_proc(applied: list[str], reasons: dict[str, str]) -> None:
