@@ -152,14 +152,16 @@ def _proc_read_grants(pid: int) -> list[Path]:
 
 def _landlock_proc(applied: list[str], reasons: dict[str, str]) -> None:
     """A second Landlock layer (layers add up: an access must pass each): file reads handled, granted by
-    `_proc_read_grants`; folder listing granted everywhere."""
-    attr = _RulesetAttr(handled_access_fs=FS_READ_FILE | FS_READ_DIR)
+    `_proc_read_grants`; folder listing granted everywhere, and so is moving a file to another folder (REFER, which
+    every layer denies unless a rule grants it: the first layer decides where)."""
+    refer = FS_REFER if landlock_abi() >= 2 else 0
+    attr = _RulesetAttr(handled_access_fs=FS_READ_FILE | FS_READ_DIR | refer)
     ruleset = _syscall(SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(8), ctypes.c_uint32(0))
     if ruleset < 0:
         reasons["landlock_proc"] = f"landlock_create_ruleset: {_strerror(-ruleset)}"
         return
     try:
-        _add_rule(ruleset, Path("/"), FS_READ_DIR)
+        _add_rule(ruleset, Path("/"), FS_READ_DIR | refer)
         for path in _proc_read_grants(os.getpid()):
             _add_rule(ruleset, path, FS_READ_FILE | FS_READ_DIR)
         others = _thread_count() - 1

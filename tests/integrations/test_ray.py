@@ -8,6 +8,7 @@ import pickle
 import signal
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -15,20 +16,26 @@ from kernel_gym.eval.result import Outcome
 
 pytestmark = pytest.mark.timeout(300)
 
-# Writes the pid of the process that started its sandbox worker (the Ray actor) to a file, then takes a while:
-# the test kills that actor while the job runs. Only the first forward call (during the compile stage) sleeps.
+# Writes the pids of its runner and of the runner's parent to a file, then takes a while: the test kills the runner's
+# judge (the Ray actor) while the job runs. Only the first forward call (during the compile stage) sleeps. (The runner
+# cannot look further up itself: other processes' /proc files are out of its reach, `landlock_proc`.)
 SLOW_EXTRA = """
 if self.calls == 1:
-    judge = os.getppid()
-    with open(f"/proc/{{judge}}/cmdline", "rb") as f:
-        forked = b"forkserver" in f.read()
-    if forked:  # a runner forked by the judge's fork server: the judge is one up
-        with open(f"/proc/{{judge}}/stat") as f:
-            judge = int(f.read().rsplit(")", 1)[1].split()[1])
     with open({marker!r}, "w") as f:
-        f.write(str(judge))
+        f.write(f"{{os.getpid()}} {{os.getppid()}}")
     time.sleep({sleep})
 """
+
+
+def _actor_of(marker_text: str) -> int:
+    """The judge that started the marker's runner: the runner's parent, or one up when a fork server forked it.
+    Raises OSError for a runner that is gone (the marker of an actor already killed)."""
+    runner, parent = (int(x) for x in marker_text.split())
+    if Path(f"/proc/{runner}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z":
+        raise OSError("a dead runner's marker")
+    if b"forkserver" not in Path(f"/proc/{parent}/cmdline").read_bytes():
+        return parent
+    return int(Path(f"/proc/{parent}/stat").read_text().rsplit(")", 1)[1].split()[1])
 
 
 @pytest.fixture(scope="module")
@@ -43,19 +50,25 @@ def ray_ev(ray_cluster):
 
 @pytest.fixture
 def slow_job(cpu_job, relu_code, runner_scratch, monkeypatch):
-    """A correct job that records its actor's pid in a marker file and sleeps (sent to the evaluator directly:
+    """A correct job that records its runner's pid in a marker file and sleeps (sent to the evaluator directly:
     the static rules, which run before any evaluator, would rightly reject the file access)."""
     marker = runner_scratch / "actor.pid"
     code = relu_code(header="import os\nimport time", extra=SLOW_EXTRA.format(marker=str(marker), sleep=4))
     return cpu_job(code), marker
 
 
+_RESOLVED: dict[str, int] = {}  # marker text -> its actor, looked up while that runner was alive
+
+
 def _wait_for_pid(marker, timeout_s: float = 120.0, not_pid: int | None = None) -> int:
+    """The pid of the actor running the slow job (other than `not_pid`), once its runner wrote the marker. A marker
+    is resolved once, while its runner lives: after its actor is killed, its parents' pids mean nothing."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
-            pid = int(marker.read_text())
-        except (OSError, ValueError):
+            text = marker.read_text()
+            pid = _RESOLVED.get(text) or _RESOLVED.setdefault(text, _actor_of(text))
+        except (OSError, ValueError, IndexError):  # no marker yet, or a dead runner's (its actor was killed)
             pid = None
         if pid and pid != not_pid:
             return pid
