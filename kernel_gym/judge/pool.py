@@ -121,7 +121,7 @@ class Slot:
         caller goes on). Returns True when it was replaced."""
         self._end(self.ref)
         clean = result is not None and result.outcome in (Outcome.CORRECT, Outcome.MISMATCH) and not result.hacks
-        report = self._end(self.cand) if clean and self.cand.alive else None
+        report = self._end(self.cand, strays=True) if clean and self.cand.alive else None
         self.cand_jobs += 1
         threads = native_threads(self.cand.pid)
         clean = (report is not None and not report.get("leftover_threads") and not report.get("harness")
@@ -134,7 +134,7 @@ class Slot:
         return True
 
     @staticmethod
-    def _end(runner: RunnerProcess) -> dict | None:
+    def _end(runner: RunnerProcess, strays: bool = False) -> dict | None:
         if not runner.alive:
             return None
         try:
@@ -142,11 +142,12 @@ class Slot:
         except Exception:  # noqa: BLE001 - a runner that cannot end a job is replaced
             runner.kill()
             return None
-        # Processes the job started, killed by the judge, who sees every process (a runner under `landlock_proc`
-        # cannot read other processes' /proc to find its own; the runner is their subreaper, so orphans count).
-        from kernel_gym.sandbox.limits import kill_descendants
+        if strays:  # processes a candidate's job started, killed by the judge, who sees every process (a runner
+            # under `landlock_proc` cannot read other processes' /proc to find its own; it is their subreaper, so
+            # orphans count). The reference's runner, unconfined there, kills its own.
+            from kernel_gym.sandbox.limits import kill_descendants
 
-        kill_descendants(runner.pid)
+            kill_descendants(runner.pid)
         return report
 
     def warm_up(self) -> None:

@@ -206,6 +206,8 @@ class RunnerProcess:
 
     def kill(self) -> None:
         self.dead = True
+        if self.proc.poll() is None:  # what its jobs started in sessions of their own first (no process group has them)
+            limits.kill_descendants(self.proc.pid)
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)  # the runner and everything in its process group
         except (ProcessLookupError, PermissionError):

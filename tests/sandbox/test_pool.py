@@ -92,6 +92,32 @@ def test_processes_spawned_by_a_candidate_are_killed(pool, relu_code, runner_scr
 
 
 @pytest.mark.timeout(120)
+def test_processes_of_a_job_whose_runner_is_killed_are_killed(pool, relu_code, runner_scratch, solution):
+    """A candidate that starts a process in a session of its own and then hangs: the judge kills the runner at the
+    call limit, and the process, in no process group of the runner's, must die with it (the judge kills the runner's
+    descendants first). (A runner that ends itself first, os._exit, leaves its orphans to its parent: not covered.)"""
+    pid_file = runner_scratch / "detached.json"
+    argv = ["sleep", "987.246813"]
+    extra = f"""
+        if self.calls == 2:
+            child = subprocess.Popen({argv!r}, start_new_session=True)
+            with open({str(pid_file)!r}, "w") as f:
+                json.dump({{"child": child.pid}}, f)
+            while True:
+                pass
+    """
+    code = relu_code(header="import json\nimport subprocess", extra=extra)
+    result = pool.evaluate(make_job(code, checks="none", call_timeout_s=3))
+    assert result.outcome is Outcome.TIMEOUT and result.worker_recycled, result.message
+    child = json.loads(pid_file.read_text())["child"]
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and process_state(child) not in (None, "Z"):
+        time.sleep(0.1)
+    assert process_state(child) in (None, "Z") and live_processes_with_argv(argv) == [], "the process survived"
+    assert pool.evaluate(make_job(solution("level1/relu"))).outcome is Outcome.CORRECT
+
+
+@pytest.mark.timeout(120)
 def test_the_job_temp_dir_is_removed(pool, relu_code, runner_scratch):
     report = runner_scratch / "cwd.txt"
     extra = f"""
