@@ -214,7 +214,7 @@ def _build_now(unique: str, params: dict[str, Any], device: str, chain: dict[str
         os.rename(built, final)
         return {"ok": True, "directory": str(final), "module": module, "cached": False, "seconds": seconds}
     finally:
-        SPARES.done(device, chain, final.parent)
+        SPARES.done(builder)
         shutil.rmtree(staging, ignore_errors=True)
 
 
@@ -225,6 +225,7 @@ class Builder:
 
     proc: subprocess.Popen
     staging: Path
+    key: tuple[str, str, str] = ("", "", "")  # the reserve it was taken for (SpareBuilders.key)
 
 
 def start_builder(device: str, chain: dict[str, str], root: Path) -> Builder:
@@ -246,12 +247,16 @@ def start_builder(device: str, chain: dict[str, str], root: Path) -> Builder:
     return Builder(proc, staging)
 
 
-def _stop_builder(builder: Builder) -> None:
+def _kill(proc: subprocess.Popen) -> None:
     try:
-        os.killpg(builder.proc.pid, signal.SIGKILL)  # the compilers it started, too
+        os.killpg(proc.pid, signal.SIGKILL)  # the compilers it started, too
     except (ProcessLookupError, PermissionError):
         pass
-    builder.proc.wait()
+    proc.wait()
+
+
+def _stop_builder(builder: Builder) -> None:
+    _kill(builder.proc)
     for stream in (builder.proc.stdin, builder.proc.stdout, builder.proc.stderr):
         if stream is not None:
             stream.close()
@@ -311,14 +316,15 @@ class SpareBuilders:
             want = min(self.cap(device), self.most[key])
             spares += [self._starter.submit(start_builder, device, chain, root) for _ in range(want - len(spares))]
         builder = builder or start_builder(device, chain, root)
+        builder.key = key
         with self.lock:  # (counted once it has one: `done` follows every build that took a process)
             self.running[key] = self.running.get(key, 0) + 1
         return builder
 
-    def done(self, device: str, chain: dict[str, str], root: Path) -> None:
-        key = self.key(device, chain, root)
+    def done(self, builder: Builder) -> None:
+        """The build that took `builder` has ended."""
         with self.lock:
-            self.running[key] = max(0, self.running.get(key, 0) - 1)
+            self.running[builder.key] = max(0, self.running.get(builder.key, 0) - 1)
 
     def close(self) -> None:
         """Stop every waiting build process now (they also end with this process: the parent-death signal, and the
@@ -347,11 +353,7 @@ def _run_builder(builder: Builder, unique: str, params: dict[str, Any], device: 
     except subprocess.TimeoutExpired:
         return {"ok": False, "log": "the build did not finish within the compile limit"}
     finally:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)  # the compilers it started, too
-        except (ProcessLookupError, PermissionError):
-            pass
-        proc.wait()
+        _kill(proc)
     lines = [line for line in stdout.splitlines() if line.strip()]
     try:
         answer = json.loads(lines[-1]) if lines else None

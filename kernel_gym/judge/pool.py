@@ -23,6 +23,7 @@ from kernel_gym.eval.job import EvalJob
 from kernel_gym.eval.result import EvalResult, Outcome
 from kernel_gym.judge.runners import ROOT_PREFIX, RunnerProcess
 from kernel_gym.paths import sweep_dead
+from kernel_gym.sandbox import limits
 
 log = logging.getLogger(__name__)
 
@@ -145,9 +146,7 @@ class Slot:
         if strays:  # processes a candidate's job started, killed by the judge, who sees every process (a runner
             # under `landlock_proc` cannot read other processes' /proc to find its own; it is their subreaper, so
             # orphans count). The reference's runner, unconfined there, kills its own.
-            from kernel_gym.sandbox.limits import kill_descendants
-
-            kill_descendants(runner.pid)
+            limits.kill_descendants(runner.pid)
         return report
 
     def warm_up(self) -> None:

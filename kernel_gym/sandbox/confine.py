@@ -141,6 +141,19 @@ def _set_no_new_privs() -> str | None:
 
 # ---------------------------------------------------------------------------------------------------------- Landlock
 
+def _restrict_self(ruleset: int, abi: int, reasons: dict[str, str]) -> tuple[int, int, int]:
+    """landlock_restrict_self on every thread where the ABI can (TSYNC, ABI 8), else on the calling thread; returns
+    (result, flags used, other threads)."""
+    others = _thread_count() - 1
+    flags = LANDLOCK_RESTRICT_SELF_TSYNC if abi >= 8 and others else 0
+    result = _syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, ctypes.c_uint32(flags))
+    if result < 0 and flags:
+        reasons["landlock_all_threads"] = f"landlock_restrict_self(TSYNC): {_strerror(-result)}"
+        flags = 0
+        result = _syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, ctypes.c_uint32(0))
+    return result, flags, others
+
+
 def _proc_read_grants(pid: int) -> list[Path]:
     """What the `landlock_proc` layer lets the process read: every top-level entry but /proc, every /proc entry that
     is not a process's folder (nor the self links, which resolve to one), and its own folder."""
@@ -164,11 +177,7 @@ def _landlock_proc(applied: list[str], reasons: dict[str, str]) -> None:
         _add_rule(ruleset, Path("/"), FS_READ_DIR | refer)
         for path in _proc_read_grants(os.getpid()):
             _add_rule(ruleset, path, FS_READ_FILE | FS_READ_DIR)
-        others = _thread_count() - 1
-        flags = LANDLOCK_RESTRICT_SELF_TSYNC if landlock_abi() >= 8 and others else 0
-        result = _syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, ctypes.c_uint32(flags))
-        if result < 0 and flags:
-            result = _syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, ctypes.c_uint32(0))
+        result, _, _ = _restrict_self(ruleset, landlock_abi(), reasons)
         if result < 0:
             reasons["landlock_proc"] = f"landlock_restrict_self: {_strerror(-result)}"
             return
@@ -245,13 +254,7 @@ def _landlock(abi: int, grants: Sequence[Path], network: bool, applied: list[str
     try:
         for path in grants:
             _add_rule(ruleset, path, attr.handled_access_fs)
-        others = _thread_count() - 1
-        flags = LANDLOCK_RESTRICT_SELF_TSYNC if abi >= 8 and others else 0
-        result = _syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, ctypes.c_uint32(flags))
-        if result < 0 and flags:
-            reasons["landlock_all_threads"] = f"landlock_restrict_self(TSYNC): {_strerror(-result)}"
-            flags = 0
-            result = _syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, ctypes.c_uint32(0))
+        result, flags, others = _restrict_self(ruleset, abi, reasons)
         if result < 0:
             for piece in ("landlock_fs", "landlock_net", "landlock_scope"):
                 reasons.setdefault(piece, f"landlock_restrict_self: {_strerror(-result)}")
@@ -475,7 +478,8 @@ def apply(workdir: str | os.PathLike, *, writable: Sequence[str | os.PathLike] =
     workdir: the only tree (with `writable` and the `devices` globs) the process may write; chowned to the runner
     uid when it drops root. uid: "auto" ($KERNEL_GYM_RUNNER_UID, default 65534, only as root), an int, or None to
     keep. network: True leaves TCP and non-unix sockets alone. landlock / seccomp: False skips that piece (tests,
-    debugging). proc: True adds `landlock_proc` (no reading of other processes' /proc files; with `landlock`). devices: globs of device files granted write and ioctl. required: piece names ("landlock_fs",
+    debugging). proc: True adds `landlock_proc` (no reading of other processes' /proc files; with `landlock`).
+    devices: globs of device files granted write and ioctl. required: piece names ("landlock_fs",
     "seccomp", "uid", ...) whose absence raises ConfinementError after everything else was applied. allow_syscalls:
     names to take off the seccomp deny list (e.g. "perf_event_open" should a GPU profiler need it). reasons: a dict
     that receives, for each piece not in force, why.

@@ -28,9 +28,8 @@ PR_SET_CHILD_SUBREAPER = 36
 CLONE_NEWNET = 0x40000000
 
 _PASS_PREFIXES = ("CUDA_", "NVIDIA_", "NCCL_", "NVSHMEM_", "TORCH_SYMM_MEM_", "LD_LIBRARY_PATH", "PATH", "LANG", "LC_",
-                  "TRITON_", "CC", "CXX", "KERNEL_GYM_CACHE", "KERNEL_GYM_RUNNER_", "KERNEL_GYM_CONFINE_PROC", "TORCH_CUDA_ARCH_LIST",
-                  "MAX_JOBS",
-                  "TZ")
+                  "TRITON_", "CC", "CXX", "KERNEL_GYM_CACHE", "KERNEL_GYM_RUNNER_", "KERNEL_GYM_CONFINE_PROC",
+                  "TORCH_CUDA_ARCH_LIST", "MAX_JOBS", "TZ")
 
 
 def cuda_home() -> str | None:
