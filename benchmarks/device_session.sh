@@ -73,6 +73,12 @@ for arg in "$@"; do
     clients-10)  # the same with at least 10 timed rounds (adaptive up to 300): is the CV goal kept at less GPU time?
       timeout "$T" python3 benchmarks/bench_clients.py --clients 8 --repeats ${REPEATS:-3} --device cuda --timing-trials 10 \
         --out "$OUT/min10" ;;
+    faults)  # #35: 8 clients, genuine streams with 0/5/20 % faults mixed in (benchmarks/bench_faults.py)
+      timeout "$T" python3 benchmarks/bench_faults.py --clients ${CLIENTS:-8} --jobs ${JOBS:-10} --rates ${RATES:-0 0.05 0.2} \
+        --device cuda --out "$OUT/faults" ;;
+    fault-tests)  # #35/#36: faults and isolation on the GPU
+      timeout "$T" python3 -m pytest -m gpu tests/gpu/test_faults_gpu.py tests/gpu/test_confine_gpu.py \
+        tests/gpu/test_judge_gpu.py -p no:cacheprovider -q -rfE --durations=10 ;;
     judge-hang)  # #21: submission to `timeout` verdict of a hanging kernel, and the next job on the same slot
       timeout "$T" python3 benchmarks/bench_judge.py hang --repeats ${REPEATS:-3} --out "$OUT" ;;
     judge-noop)

@@ -55,6 +55,9 @@ class EnvConfig:
     """Budget of each earlier turn's reasoning summary."""
     correctness_trials: int = 3
     """Fresh-input correctness trials per step."""
+    error_budget_k: float = 8.0
+    """Correct means as accurate as the reference: each output's error against a float64 oracle at most k times the
+    reference's own fp32 error plus a floor (docs/evaluation.md, "Correctness"). Smaller is stricter."""
     timing_trials: int | None = None
     """Timed rounds per side (None: 10 on cuda, then adaptive up to `timing_max_trials`; 3 on cpu)."""
     timing_max_trials: int | None = None
@@ -90,6 +93,8 @@ class EnvConfig:
             raise ConfigError(f"aggregation must be 'sum' or 'max', got {self.aggregation!r}")
         if not 0.0 <= self.gamma <= 1.0:
             raise ConfigError(f"gamma must be in [0, 1], got {self.gamma}")
+        if not self.error_budget_k > 0:
+            raise ConfigError(f"error_budget_k must be > 0, got {self.error_budget_k}")
         if self.reward_mode not in ("score", "return"):
             raise ConfigError(f"reward_mode must be 'score' or 'return', got {self.reward_mode!r}")
         from kernel_gym.checks import get_preset

@@ -50,6 +50,7 @@ from typing import Any
 
 from kernel_gym.c_params import CParam as Param
 from kernel_gym.c_params import parse_params
+from kernel_gym.eval import phases
 from kernel_gym.paths import cache_dir
 
 __all__ = ["compile", "RawModule", "RawKernel", "CompileError", "NoCudaDevice", "kernel_signatures"]
@@ -431,7 +432,8 @@ def compile(source: str, *, options: Sequence[str] = (), name: str = "solution")
                 meta = json.loads(meta_path.read_text())
                 built = cubin_path.read_bytes(), meta["lowered"], meta["log"], cubin_path
             else:
-                cubin, lowered, log = _nvrtc_compile(source, list(signatures), opts)
+                with phases.compiling():  # NVRTC: under the compile budget, holding no GPU
+                    cubin, lowered, log = _nvrtc_compile(source, list(signatures), opts)
                 for path, data in ((cubin_path, cubin), (meta_path, json.dumps({"lowered": lowered, "log": log,
                                                                                   "name": name}).encode())):
                     tmp = path.with_suffix(f".{os.getpid()}.tmp")

@@ -23,3 +23,23 @@ def local_device(device: str) -> str:
             "device='cpu' (the CPU backend, Triton under its interpreter) or 'auto', or evaluate on GPU machines "
             "through a remote evaluator (docs/distributed.md)")
     return device
+
+
+# What the judge of each device cannot see (info["blind_spots"], docs/anti-hacking.md): a verdict on this device says
+# nothing about these. On cuda the profiler's kernel share and the judge's clock cover library compute.
+BLIND_SPOTS = {
+    "cpu": (
+        "library compute outside torch's dispatcher (numpy or a BLAS on a copy of an input, or reached around the "
+        "refused numpy/DLPack views of the inputs): the op audit and the launch count are the runner's own "
+        "evidence, a solution can forge them, and the CPU backend has no profiler; the GPU profiler is the check",
+        "speed: wall-clock timing of the Triton interpreter says nothing about GPU speed",
+        "memory safety: an out-of-bounds load under the Triton interpreter reads garbage silently",
+        "CUDA kernels: compiled and resource-checked, never run (outcome unsupported)",
+    ),
+    "cuda": (),
+}
+
+
+def blind_spots(device: str) -> list[str]:
+    """What the judge on `device` cannot see (empty where nothing is known)."""
+    return list(BLIND_SPOTS.get(device, ()))

@@ -11,7 +11,7 @@ import gymnasium as gym
 
 from kernel_gym.actions import ParsedAction, parse_action
 from kernel_gym.config import EnvConfig, make_config
-from kernel_gym.device import local_device
+from kernel_gym.device import blind_spots, local_device
 from kernel_gym.errors import ConfigError, EpisodeEndedError
 from kernel_gym.eval.evaluator import Evaluator, LocalEvaluator, judged
 from kernel_gym.eval.job import EvalConfig, EvalJob, job_for, task_tolerance
@@ -260,6 +260,7 @@ class KernelRefineEnv(gym.Env):
     def _job(self, parsed: ParsedAction) -> EvalJob:
         cfg = self.config
         eval_config = EvalConfig(device=self.device, correctness_trials=cfg.correctness_trials,
+                                 error_budget_k=cfg.error_budget_k,
                                  timing_trials=cfg.timing_trials, timing_max_trials=cfg.timing_max_trials,
                                  launch_gate=cfg.launch_gate,
                                  compile_timeout_s=cfg.compile_timeout_s,
@@ -296,7 +297,8 @@ class KernelRefineEnv(gym.Env):
                                                      "gate_ms": r.timing.gate_ms,
                                                      "resolution_ms": r.timing.resolution_ms},
             "episode_id": self.episode_id, "device": self.device, "worker_recycled": r.worker_recycled,
-            "infra_failure": r.infra_failure,
+            "infra_failure": r.infra_failure, "correctness": r.correctness, "isolation": dict(r.isolation),
+            "blind_spots": blind_spots(self.device),
             **turn.reward_info,
         }
         if truncated:

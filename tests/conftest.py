@@ -23,6 +23,12 @@ SOLUTIONS = ROOT / "tests" / "solutions"
 # a file (its pid, its environment, GC states) write under this one folder, which every runner of the session is
 # allowed (set before any runner starts; the judge passes KERNEL_GYM_RUNNER_* variables to its runners).
 RUNNER_SCRATCH = pathlib.Path(tempfile.mkdtemp(prefix="kernel_gym_test_scratch_"))
+RUNNER_SCRATCH.chmod(0o1777)  # runners run as uids of their own (sandbox/isolation.py): each may make its files here
+# The build cache the tests that build C++ share (one precompiled header serves them all): outside pytest's own
+# temporary folder, which pytest makes 0700 again whenever a session starts (another session on the machine too), and
+# which runners of other uids, started before a test moved the cache here, could then no longer enter.
+BUILD_CACHE = pathlib.Path(tempfile.mkdtemp(prefix="kernel_gym_test_build_cache_"))
+BUILD_CACHE.chmod(0o755)
 os.environ["KERNEL_GYM_RUNNER_WRITABLE"] = str(RUNNER_SCRATCH)
 
 # The machine's judges that tests start (on cuda every env's evaluator uses one) live in a folder of the session's
@@ -42,6 +48,7 @@ os.environ.setdefault("KERNEL_GYM_SPARE_BUILDERS", "2")
 
 
 def pytest_sessionfinish(session, exitstatus):
+    shutil.rmtree(BUILD_CACHE, ignore_errors=True)
     if SESSION_JUDGES:
         from kernel_gym.judge.client import stop_judge
 
@@ -53,10 +60,18 @@ def pytest_sessionfinish(session, exitstatus):
 
 
 @pytest.fixture
+def build_cache(monkeypatch) -> pathlib.Path:
+    """$KERNEL_GYM_CACHE for this test: the session's shared build cache (BUILD_CACHE)."""
+    monkeypatch.setenv("KERNEL_GYM_CACHE", str(BUILD_CACHE))
+    return BUILD_CACHE
+
+
+@pytest.fixture
 def runner_scratch(request) -> pathlib.Path:
     """A folder this test's candidate code may write to (a runner may write nowhere else outside its own)."""
     path = RUNNER_SCRATCH / request.node.name.replace("/", "_").replace("[", "_").replace("]", "_")
     path.mkdir(parents=True, exist_ok=True)
+    path.chmod(0o1777)  # (any runner's uid; the sticky bit keeps one runner's files from another's deletes)
     return path
 
 # A small Triton ReLU whose pieces the env tests vary: an extra import, the kernel body, extra lines at the end of

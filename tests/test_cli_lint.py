@@ -26,7 +26,8 @@ def test_genuine_cuda_solution_passes_without_building_it(capsys):
     code, verdict = lint(capsys, "--task", "level1/matmul", "--solution", str(SHAPES / "cuda_fn_on_self.py"), "--json")
     assert code == 0
     assert verdict["ok"] is True and verdict["violations"] == [] and verdict["backend"] == "cuda"
-    assert verdict["task_policy"] == {"library_gemm": False, "epilogue_reduction": False, "single_gemm": True}
+    assert verdict["task_policy"] == {"library_gemm": False, "epilogue_reduction": False, "single_gemm": True,
+                                      "final_reductions": []}
 
 
 def test_library_call_that_is_the_whole_task_is_reported(capsys):

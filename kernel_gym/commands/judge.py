@@ -52,4 +52,8 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({"running": False, "socket": str(path)}))
         return 0 if args.action == "status" else 1
     print(json.dumps({"running": True, **status}, indent=1))
+    weak = (status.get("isolation") or {}).get("weak")
+    if weak:  # least privilege not in force (docs/sandbox.md): said on stderr too, where it is seen
+        print(f"kernel-gym judge: WARNING: runners are not isolated as they should be: {'; '.join(weak)}",
+              file=sys.stderr)
     return 0

@@ -10,7 +10,8 @@ when a rule fired); 2 for a usage error (missing file, unknown task or preset).
 
 `--json` prints one object: {"task", "checks", "backend", "ok", "hacks": [rule names], "violations": [{"rule",
 "line", "message"}], "error": null or the response's format error, "task_policy": {"library_gemm",
-"epilogue_reduction", "single_gemm"}}.
+"epilogue_reduction", "single_gemm", "final_reductions"}}. The policy is kernel_gym.checks.library_policy's, the same
+data the op audit and the profiler share of `eval` read, so lint and eval agree on it.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def lint(code_or_response: str, *, task: Any, checks: str = "standard", backend:
             "violations": [{"rule": v.rule, "line": v.line, "message": v.message} for v in violations],
             "error": error,
             "task_policy": {"library_gemm": policy.library_gemm, "epilogue_reduction": policy.epilogue_reduction,
-                            "single_gemm": policy.single_gemm}}
+                            "single_gemm": policy.single_gemm, "final_reductions": sorted(policy.final_reductions)}}
 
 
 def run(args: argparse.Namespace) -> int:

@@ -122,11 +122,18 @@ def find_nvcc() -> str | None:
 
 
 def nvcc_check(cuda_source: str, *, arch: str = "sm_90", timeout_s: float = 300.0, workdir: Path) -> tuple[bool, str]:
-    """Compile CUDA source (torch headers on the include path) to a cubin; (ok, trimmed log). Cached by content."""
+    """Compile CUDA source (torch headers on the include path) to a cubin; (ok, trimmed log). Cached by content.
+
+    nvcc runs as a compile check (kernel_gym/sandbox/toolchain.py): the build processes' allow-listed environment,
+    confined to read only the toolchain, the Python install and `workdir` (its source's only folder) and to write
+    only `workdir`; a diagnostic located in any other file is withheld from the log."""
+    from kernel_gym.sandbox import toolchain
+
     nvcc = find_nvcc()
     if nvcc is None:
         return True, "nvcc not found: the CUDA source was not compile-checked"
-    key = hashlib.sha256(f"{arch}\0{cuda_source}".encode()).hexdigest()
+    # (the version tag: no result of an unconfined check, whose log may quote the judge's files, is served again)
+    key = hashlib.sha256(f"confined-1\0{arch}\0{cuda_source}".encode()).hexdigest()
     cached = _cache_dir() / f"{key}.json"
     if cached.exists():
         d = json.loads(cached.read_text())
@@ -135,16 +142,16 @@ def nvcc_check(cuda_source: str, *, arch: str = "sm_90", timeout_s: float = 300.
 
     src = workdir / "check.cu"
     src.write_text(cuda_source)
-    cmd = [nvcc, "-cubin", f"-arch={arch}", "-std=c++20", "-o", str(workdir / "check.cubin"), str(src),
-           "-I" + sysconfig.get_paths()["include"], "-DTORCH_EXTENSION_NAME=check", "-w"]
+    cmd = [str(Path(nvcc).resolve()), "-cubin", f"-arch={arch}", "-std=c++20", "-o", str(workdir / "check.cubin"),
+           str(src), "-I" + sysconfig.get_paths()["include"], "-DTORCH_EXTENSION_NAME=check", "-w"]
     cmd += [f"-I{p}" for p in include_paths()]
     t0 = time.perf_counter()
     try:
-        run = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, cwd=workdir)
+        run = toolchain.run(cmd, workdir, timeout_s)
     except subprocess.TimeoutExpired:
         return False, f"nvcc did not finish within {timeout_s:.0f} s"
     ok = run.returncode == 0
-    log = "" if ok else (run.stderr + run.stdout)
+    log = "" if ok else toolchain.redact(run.stderr + run.stdout, workdir)
     log = log.replace(str(src), "cuda_sources")
     cached.write_text(json.dumps({"ok": ok, "log": log, "seconds": time.perf_counter() - t0}))
     return ok, log

@@ -21,6 +21,12 @@ the CUDA file takes 60 s with `torch/extension.h`, 24 s with `torch/types.h` and
 
 If a fast build fails, the stock build runs (the verdict never depends on this module). KERNEL_GYM_FAST_BUILD=0
 turns it off.
+
+In a build process (judge/builder.py) `SCRATCH` is its staging folder: the light headers are written there, and a PCH
+missing from the cache is built there; the build process may not write the cache (its compiler runs with the
+candidate's flags, which may name any output file it can write). The judge publishes the PCH of the request's own
+key into `$KERNEL_GYM_CACHE/pch/<key>` after the build process ended (`publish_pch`), and a cached PCH folder is used
+only when its text files are exactly what this module writes (keyed by the flags, verified by content).
 """
 
 from __future__ import annotations
@@ -103,8 +109,17 @@ def enabled() -> bool:
     return os.environ.get("KERNEL_GYM_FAST_BUILD", "1") != "0"
 
 
+# Where this process writes what it makes (light headers, a missing PCH): None, the cache itself; a build process
+# sets its staging folder (see the module's docstring).
+SCRATCH: Path | None = None
+
+
 def _root() -> Path:
     return cache_dir()
+
+
+def _scratch() -> Path:
+    return SCRATCH if SCRATCH is not None else _root()
 
 
 def _text(src: Any) -> str:
@@ -198,7 +213,7 @@ def _write_once(path: Path, text: str) -> Path:
 
 
 def lite_include_dir() -> Path:
-    d = _root() / "fast_build" / "include"
+    d = _scratch() / "fast_build" / "include"
     d.mkdir(parents=True, exist_ok=True)
     return d
 
@@ -217,28 +232,68 @@ def _as_list(v: Any) -> list[str]:
     return [v] if isinstance(v, str) else list(v)
 
 
-def pch_dir(extra_cflags: list[str], extra_include_paths: list[str], header: str = "stock") -> Path | None:
-    """The directory holding the precompiled header for main.cpp built with these flags (built now if missing):
-    `torch/extension.h.gch` for "stock", `kernel_gym_bind_lite.h` and its `.gch` for "lite". None when
-    precompiling fails (the build then simply parses the header)."""
+def _pch_flags(extra_cflags: list[str], extra_include_paths: list[str]) -> tuple[str, list[str]]:
     import torch
     from torch.utils.cpp_extension import get_cxx_compiler
 
-    compiler = get_cxx_compiler()
     include = Path(torch.__file__).parent / "include"
-    flags = [f"-I{include}", f"-I{sysconfig.get_path('include')}", f"-I{include / 'torch/csrc/api/include'}",
-             *[f"-I{p}" for p in extra_include_paths], *extra_cflags, "-DTORCH_API_INCLUDE_EXTENSION_H",
-             "-std=c++20", "-fPIC"]
+    return get_cxx_compiler(), [f"-I{include}", f"-I{sysconfig.get_path('include')}",
+                                f"-I{include / 'torch/csrc/api/include'}", *[f"-I{p}" for p in extra_include_paths],
+                                *extra_cflags, "-DTORCH_API_INCLUDE_EXTENSION_H", "-std=c++20", "-fPIC"]
+
+
+def pch_key(extra_cflags: list[str], extra_include_paths: list[str], header: str = "stock") -> str:
+    """The precompiled header's key: the compiler, every flag, torch's version and the header's text."""
+    import torch
+
+    compiler, flags = _pch_flags(extra_cflags, extra_include_paths)
     text = bind_text() if header == "lite" else ""
-    key = hashlib.sha256(repr((compiler, flags, torch.__version__, text)).encode()).hexdigest()[:20]
-    out_dir = _root() / "pch" / key
-    if header == "lite":
-        source, gch = _write_once(out_dir / BIND_HEADER, text), out_dir / f"{BIND_HEADER}.gch"
-    else:
-        source, gch = include / "torch" / "extension.h", out_dir / "torch" / "extension.h.gch"
-        # g++ takes a .gch only for a file's first include; a second `#include <torch/extension.h>` (load_inline
-        # puts one before the solution's own) looks for the header beside it: this file sends it on to torch's
-        _write_once(out_dir / "torch" / "extension.h", _FORWARD_TEXT)
+    return hashlib.sha256(repr((compiler, flags, torch.__version__, text)).encode()).hexdigest()[:20]
+
+
+def _pch_texts(header: str) -> dict[str, str]:
+    """The text files of a PCH folder (relative name: content), as this module writes them."""
+    return {BIND_HEADER: bind_text()} if header == "lite" else {"torch/extension.h": _FORWARD_TEXT}
+
+
+def _pch_file(header: str) -> str:
+    return f"{BIND_HEADER}.gch" if header == "lite" else "torch/extension.h.gch"
+
+
+def cached_pch(key: str, header: str) -> Path | None:
+    """The cache's PCH folder for `key`, if it holds the PCH and its text files are exactly this module's."""
+    folder = _root() / "pch" / key
+    try:
+        if not (folder / _pch_file(header)).is_file():
+            return None
+        if any((folder / name).read_text() != text for name, text in _pch_texts(header).items()):
+            return None
+    except (OSError, UnicodeDecodeError):
+        return None
+    return folder
+
+
+def pch_dir(extra_cflags: list[str], extra_include_paths: list[str], header: str = "stock") -> Path | None:
+    """The directory holding the precompiled header for main.cpp built with these flags (built now if missing):
+    `torch/extension.h.gch` for "stock", `kernel_gym_bind_lite.h` and its `.gch` for "lite". None when
+    precompiling fails (the build then simply parses the header). With `SCRATCH` set, a PCH the cache lacks is
+    built under SCRATCH (for the judge to publish)."""
+    import torch
+
+    compiler, flags = _pch_flags(extra_cflags, extra_include_paths)
+    key = pch_key(extra_cflags, extra_include_paths, header)
+    if SCRATCH is not None:
+        cached = cached_pch(key, header)
+        if cached is not None:
+            return cached
+    out_dir = _scratch() / "pch" / key
+    include = Path(torch.__file__).parent / "include"
+    for name, text in _pch_texts(header).items():
+        # (stock: g++ takes a .gch only for a file's first include; a second `#include <torch/extension.h>` —
+        # load_inline puts one before the solution's own — looks for the header beside it: the forwarder sends it on)
+        _write_once(out_dir / name, text)
+    source = out_dir / BIND_HEADER if header == "lite" else include / "torch" / "extension.h"
+    gch = out_dir / _pch_file(header)
     if gch.exists():
         return out_dir
     gch.parent.mkdir(parents=True, exist_ok=True)
@@ -257,6 +312,40 @@ def pch_dir(extra_cflags: list[str], extra_include_paths: list[str], header: str
         os.replace(tmp, gch)
         (out_dir / "built.txt").write_text(f"{time.perf_counter() - t0:.1f} s\n{shlex.join(cmd)}\n")
     return out_dir
+
+
+def pch_keys(params: dict[str, Any]) -> dict[str, str]:
+    """{key: header} of the PCHs a fast build of `params` (load_inline's arguments) may make: what the judge
+    publishes from a build process's scratch, and nothing else."""
+    extra_cflags, paths = _as_list(params.get("extra_cflags")), _as_list(params.get("extra_include_paths"))
+    return {pch_key(extra_cflags, paths, header): header for header in ("stock", "lite")}
+
+
+def publish_pch(scratch: Path, params: dict[str, Any]) -> list[str]:
+    """Move the PCH folders a build process made under `scratch` into the cache (keys of `params` only, each with its
+    PCH and this module's text files, none the cache has already); returns the keys published. The caller runs it
+    after the build process ended."""
+    published = []
+    for key, header in pch_keys(params).items():
+        made, final = scratch / "pch" / key, _root() / "pch" / key
+        if not (made / _pch_file(header)).is_file() or cached_pch(key, header) is not None:
+            continue
+        try:
+            if any((made / name).read_text() != text for name, text in _pch_texts(header).items()):
+                continue
+            final.parent.mkdir(parents=True, exist_ok=True)
+            if final.exists():  # an older folder without a valid PCH
+                import shutil
+
+                shutil.rmtree(final, ignore_errors=True)
+            from kernel_gym.sandbox import isolation
+
+            isolation.seal(made)  # root's and read-only, before it is shared
+            os.rename(made, final)
+            published.append(key)
+        except (OSError, UnicodeDecodeError):
+            continue
+    return published
 
 
 _MISSING = re.compile(r'no operator "|has no member|is undefined|no instance of (?:overloaded )?function|'

@@ -48,7 +48,7 @@ def _attrs(obj: Any) -> dict[str, int]:
     out = {}
     for name in list(vars(obj)):
         if name.startswith("__") and name not in ("__torch_function__", "__torch_dispatch__", "__call__", "__eq__",
-                                                  "__new__", "__init__"):
+                                                  "__new__", "__init__", "__array__", "__dlpack__"):
             continue
         try:
             value = vars(obj)[name]

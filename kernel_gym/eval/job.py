@@ -43,6 +43,13 @@ class EvalConfig:
     """dtype name -> (atol, rtol) for the elementwise check."""
     max_rel_l2: float = 1e-2
     """Bound on ||out - ref|| / ||ref||: stops near-zero or degenerate outputs passing a loose atol."""
+    error_budget_k: float = 8.0
+    """Correctness as an error budget (kernel_gym.judge.oracle): each output's error against a float64 oracle may be
+    at most k times the reference's own fp32 error plus a floor (4e-5 for float32). Smaller is stricter."""
+    oracle: bool = True
+    """Judge by the float64 oracle where the task's Model runs in float64; False: the fixed atol/rtol rule."""
+    oracle_max_s: float = 10.0
+    """A float64 call slower than this (its first, measured once per job) leaves the job to the fixed rule."""
     compile_timeout_s: float = 300.0
     """Import of the candidate (load_inline/nvcc and NVRTC builds run here), constructing ModelNew and its first call
     (Triton JIT): each of these requests has this long (docs/evaluation.md, "Outcomes")."""

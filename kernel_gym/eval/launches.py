@@ -22,10 +22,11 @@ class LaunchState:
     in_launch: int = 0  # > 0 while a kernel launch runs (torch ops made by the launcher are not the candidate's)
     track_sizes: bool = False  # while True (the op audit), `largest` follows the tensors handed to own kernels
     largest: int = 0  # most elements of one tensor handed to an own kernel since tracking began
+    in_extension: int = 0  # > 0 while an extension function of the solution runs (its C++ wrapper, after its kernels)
 
     def reset(self) -> None:
         self.count, self.ablate, self.in_launch = 0, False, 0
-        self.track_sizes, self.largest = False, 0
+        self.track_sizes, self.largest, self.in_extension = False, 0, 0
         self.names.clear()
 
     def note_sizes(self, args: tuple, kwargs: dict) -> None:
@@ -85,7 +86,13 @@ def _counted(fn: Callable) -> Callable:
     def call(*args: Any, **kwargs: Any) -> Any:
         if STATE.track_sizes:
             STATE.note_sizes(args, kwargs)
-        result = fn(*args, **kwargs)
+        STATE.in_extension += 1
+        try:
+            result = fn(*args, **kwargs)
+        finally:
+            STATE.in_extension -= 1
+        if STATE.track_sizes:  # what it returns is its kernels' result (one pass over it is a final reduction's budget)
+            STATE.note_sizes(result if isinstance(result, (tuple, list)) else (result,), {})
         STATE.count += 1
         return result
 

@@ -4,11 +4,13 @@ The static `library_op` rule reads the source; this audit watches what actually 
 the AST (tensor operators such as `y * (y > 0)`, functions reached through aliases) is seen too. Ops made by a
 kernel launcher itself (the Triton interpreter copies tensors) are not the candidate's and are ignored.
 
-Under `standard` a small epilogue may stay in PyTorch (kernel_gym.checks.task_policy): reductions
-(sum/mean/amax/amin/max/min) that together read at most half as many elements as the largest tensor the solution's
-own kernels were handed in that call (averaging the kernel's per-row losses, summing its per-block partial sums).
-They are recorded as `<op>[epilogue]`; a reduction past that budget (of an input, of a kernel's full-size output,
-or row by row in a loop) is recorded under its own name: it is the work.
+What may stay is the policy of `kernel_gym.checks.library_policy` (allocation and views always; under `standard` the
+task's heavy GEMM/conv beside other work, and a final reduction of the kernel's result where the reference ends in
+that reduction). A reduction (sum/mean/amax/amin/max/min) is recorded as `<op>[final]` when it is the final step of
+an own kernel's result: an own kernel ran before it in the call (or it runs inside an extension's C++ wrapper, after
+its kernel), it reads none of forward's inputs, the reductions together read no more elements than the largest tensor
+an own kernel was handed (one pass over the kernel's result), and no own kernel runs after it. A scalar scaling of its
+result (`/ n`, `-`) is `<op>[final]` too. Any other reduction is recorded under its own name: it is the work.
 """
 
 from __future__ import annotations
@@ -21,59 +23,75 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from kernel_gym.checks import library_policy as policy
+from kernel_gym.checks.library_policy import FINAL, SCALE_OPS
 from kernel_gym.checks.task_policy import EPILOGUE_REDUCTIONS, TaskPolicy
 from kernel_gym.eval import launches
 
-# Allocation, views, copies, metadata and fills: what a solution may do around its kernels in every preset.
-ALLOWED = frozenset("""
-empty empty_like empty_strided new_empty new_empty_strided zeros zeros_like ones ones_like full full_like
-new_zeros new_ones new_full fill fill_ zero zero_ arange scalar_tensor lift_fresh lift_fresh_copy
-view _unsafe_view view_as reshape _reshape_alias as_strided as_strided_ expand expand_as permute transpose
-transpose_ t t_ squeeze squeeze_ unsqueeze unsqueeze_ flatten unflatten slice select split split_with_sizes
-chunk unbind narrow movedim alias detach detach_ clone contiguous copy copy_ _to_copy to _copy_from
-_copy_from_and_resize resize_ set_ _local_scalar_dense item sym_size sym_stride sym_numel sym_storage_offset
-is_same_size is_nonzero _has_compatible_shallow_copy_type dim size stride numel _version record_stream
-unfold diagonal view_as_real view_as_complex narrow_copy unsafe_split unsafe_split_with_sizes unsafe_chunk
-empty_permuted resize_as_ is_pinned _reshape_copy view_copy as_strided_copy expand_copy permute_copy
-transpose_copy t_copy squeeze_copy unsqueeze_copy slice_copy select_copy split_copy unbind_copy
-diagonal_copy unfold_copy alias_copy detach_copy _unsafe_view_copy is_contiguous is_complex is_floating_point
-""".split())
-# The heavy library ops the `standard` preset lets a solution keep.
-LIBRARY_GEMM = frozenset("""
-mm addmm bmm baddbmm matmul linear _addmm_activation convolution _convolution conv1d conv2d conv3d
-cudnn_convolution convolution_overrideable conv_transpose1d conv_transpose2d conv_transpose3d
-cudnn_convolution_transpose mkldnn_convolution _mkldnn_convolution _convolution_mode _slow_conv2d_forward
-slow_conv3d_forward thnn_conv2d slow_conv_transpose2d slow_conv_transpose3d mv dot einsum
-""".split())
-# Which ops each anti-hack preset tolerates in a candidate's forward (None: any).
-TOLERATED = {"strict": ALLOWED, "kevin-strict": ALLOWED, "standard": ALLOWED | LIBRARY_GEMM, "permissive": None,
-             "none": ALLOWED | LIBRARY_GEMM}
-EPILOGUE = "[epilogue]"  # suffix of an op recorded as a small epilogue (see the module docstring)
+ALLOWED = policy.ALLOCATION_OPS  # (the policy's data: allocation, views, copies, fills)
+LIBRARY_GEMM = policy.GEMM_OPS
 
 
 class OpAudit(TorchDispatchMode):
-    """Records the name of every aten op the candidate itself dispatches."""
+    """Records the name of every aten op the candidate itself dispatches (final reductions as `<op>[final]`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, inputs: tuple = ()) -> None:
         super().__init__()
         self.ops: dict[str, int] = {}
-        self.reduced = 0  # elements read by the epilogue reductions so far
+        self.reduced = 0  # elements read by the final reductions so far
+        self.inputs = {_storage(t) for t in inputs if isinstance(t, torch.Tensor)}  # forward's inputs' storages
+        self.finals: set[int] = set()  # storages of final reductions' (and their scalings') results
+        self.final_after = -1  # own launches counted when the first final reduction ran (-1: none yet)
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
-        if launches.STATE.in_launch == 0 or _from_solution():
-            name = func.overloadpacket.__name__
-            if name in EPILOGUE_REDUCTIONS and self._epilogue(args, kwargs or {}):
-                name += EPILOGUE
-            self.ops[name] = self.ops.get(name, 0) + 1
-        return func(*args, **(kwargs or {}))
+        kwargs = kwargs or {}
+        if not (launches.STATE.in_launch == 0 or _from_solution()):
+            return func(*args, **kwargs)
+        name = func.overloadpacket.__name__
+        final = (name in EPILOGUE_REDUCTIONS and self._final_reduction(args, kwargs)) or (
+            name in SCALE_OPS and self._scaling(args, kwargs))
+        out = func(*args, **kwargs)
+        if final:
+            name += FINAL
+            self.finals |= {_storage(t) for t in (out if isinstance(out, (tuple, list)) else (out,))
+                            if isinstance(t, torch.Tensor)}
+            if self.final_after < 0:  # (inside an extension, its own launch is counted when it returns)
+                self.final_after = launches.STATE.count + (1 if launches.STATE.in_extension else 0)
+        self.ops[name] = self.ops.get(name, 0) + 1
+        return out
 
-    def _epilogue(self, args: tuple, kwargs: dict) -> bool:
-        """Does this reduction stay within the epilogue budget (half the largest tensor an own kernel was handed)?"""
+    def _final_reduction(self, args: tuple, kwargs: dict) -> bool:
+        """Is this reduction the final step of an own kernel's result (see the module docstring)?"""
         x = args[0] if args else kwargs.get("self")
-        if not isinstance(x, torch.Tensor):
+        if not isinstance(x, torch.Tensor) or _storage(x) in self.inputs:
+            return False
+        if not (launches.STATE.count or launches.STATE.in_extension):
             return False
         self.reduced += int(x.numel())
-        return 2 * self.reduced <= launches.STATE.largest
+        return self.reduced <= launches.STATE.largest
+
+    def _scaling(self, args: tuple, kwargs: dict) -> bool:
+        """A scalar scaling of a final reduction's result: its tensors are that result or single numbers."""
+        tensors = [a for a in (*args, *kwargs.values()) if isinstance(a, torch.Tensor)]
+        return bool(self.finals) and any(_storage(t) in self.finals for t in tensors) and all(
+            _storage(t) in self.finals or t.numel() <= 1 for t in tensors)
+
+    def settle(self) -> dict[str, int]:
+        """The ops at the end of the call: reductions an own kernel ran after were not final (they fed it)."""
+        if self.final_after < 0 or launches.STATE.count <= self.final_after:
+            return self.ops
+        ops: dict[str, int] = {}
+        for name, n in self.ops.items():
+            key = name.removesuffix(FINAL)
+            ops[key] = ops.get(key, 0) + n
+        return ops
+
+
+def _storage(t: torch.Tensor) -> int:
+    try:
+        return t.untyped_storage().data_ptr()
+    except (RuntimeError, NotImplementedError):  # (a tensor without storage: never an input's)
+        return -1
 
 
 def _from_solution() -> bool:
@@ -91,35 +109,32 @@ def _from_solution() -> bool:
     return False
 
 
-def audit(fn: Callable[[], Any]) -> tuple[Any, dict[str, int]]:
-    """Run fn with the audit on; returns (fn's result, {op name: count}), small epilogues as `<op>[epilogue]`."""
-    mode = OpAudit()
+def audit(fn: Callable[[], Any], inputs: tuple | list = ()) -> tuple[Any, dict[str, int]]:
+    """Run fn (forward on `inputs`) with the audit on; returns (fn's result, {op name: count}), final reductions of
+    the kernels' result as `<op>[final]`."""
+    mode = OpAudit(tuple(inputs))
     state = launches.STATE
     state.track_sizes, state.largest = True, 0
     try:
         with mode:
             out = fn()
+        ops = mode.settle()
     finally:
         state.track_sizes, state.largest = False, 0
-    return out, mode.ops
+    return out, ops
 
 
 def forbidden(ops: dict[str, int], preset: str, task: TaskPolicy | None = None) -> list[str]:
-    """The ops that the preset does not tolerate, most frequent first.
-
-    `task` (kernel_gym.checks.task_policy.task_policy of the job's task source) applies `standard`'s task policy:
-    no library GEMM/conv on a task that is one GEMM/conv (or has none), no epilogue on a task that is reductions
-    only or does not reduce. Without it (None) the library GEMM/conv and small epilogues are tolerated."""
-    tolerated = TOLERATED.get(preset, ALLOWED)
-    if tolerated is None:
+    """The ops that the preset does not tolerate on this task, most frequent first (kernel_gym.checks.library_policy:
+    `task` is kernel_gym.checks.task_policy.task_policy of the job's task source; None: an unknown task, where the
+    library GEMM/conv and final reductions are tolerated)."""
+    if policy.tolerates_any(preset):
         return []
-    epilogue = preset == "standard" and (task is None or task.epilogue_reduction or not task.known)
-    if preset == "standard" and task is not None and not task.library_gemm:
-        tolerated = ALLOWED
+    tolerated = policy.aten_tolerated(preset, task)
 
     def ok(name: str) -> bool:
-        if name.endswith(EPILOGUE):
-            return epilogue
+        if name.endswith(FINAL):
+            return policy.final_reduction_ok(name.removesuffix(FINAL), preset, task)
         return name in tolerated or name.rstrip("_") in tolerated
 
     bad = [name for name in ops if not ok(name)]

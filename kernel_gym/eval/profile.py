@@ -20,9 +20,14 @@ from typing import Any
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-# Minimum share of kernel time in the solution's own kernels, by anti-hack preset. Under `standard` and
-# `permissive` the library GEMM/convolution kernels they allow are left out of the total: a 4096^3 cuBLAS GEMM
-# legitimately dwarfs its fused epilogue, while a decoy beside a library elementwise op does not.
+from kernel_gym.checks import library_policy
+from kernel_gym.eval import phases
+
+# Minimum share of kernel time in the solution's own kernels, by anti-hack preset. The library kernels of what the
+# preset allows on the task (kernel_gym.checks.library_policy: the GEMM/convolution beside other work, the final
+# reduction of the kernel's result) are left out of the total: a 4096^3 cuBLAS GEMM legitimately dwarfs its fused
+# epilogue, and a mean of per-row losses costs a fixed few microseconds, while a decoy beside a library elementwise
+# op does not get its op left out. `permissive` leaves out library GEMM/convolution kernels too.
 MIN_OWN_SHARE = {"strict": 0.5, "kevin-strict": 0.5, "standard": 0.5, "permissive": 0.1, "none": 0.5}
 EXCLUDES_LIBRARY_GEMM = {"standard", "permissive", "none"}
 # bound at import, before any candidate code runs
@@ -30,10 +35,10 @@ _SLEEP = torch.cuda._sleep
 _ON_STREAM = torch.cuda.stream
 _SYNC = torch.cuda.synchronize
 _CUDA = torch.autograd.DeviceType.CUDA
-_LIBRARY_GEMM = re.compile(r"gemm|xmma|cutlass|cublas|nvjet|conv|cudnn|winograd|fprop|dgrad|wgrad", re.I)
+_LIBRARY_GEMM = re.compile(library_policy.LIBRARY_GEMM.kernels, re.I)
 # Fills (torch.zeros/ones/full, zero_, fill_ of the solution's own buffers): allocation, not library compute; left
 # out of the total like memsets (a `torch.zeros` output costs about one write pass, which can rival the kernel).
-_FILL = re.compile(r"FillFunctor|fill_kernel|\bzero_kernel", re.I)
+_FILL = re.compile(library_policy.ALLOCATION.kernels, re.I)
 
 
 def excludes_library_gemm(preset: str, task: Any = None) -> bool:
@@ -41,6 +46,14 @@ def excludes_library_gemm(preset: str, task: Any = None) -> bool:
     is a single GEMM/conv or has none (`task`: a kernel_gym.checks.task_policy.TaskPolicy), where the library call
     would be the whole work and must count against the solution's own kernels."""
     return preset in EXCLUDES_LIBRARY_GEMM and (task is None or task.library_gemm)
+
+
+def excluded(preset: str, task: Any = None) -> list[str]:
+    """The policy's allowances whose library kernels the profiled call leaves out of the total on this task."""
+    names = library_policy.excluded_kernels(preset, task)
+    if excludes_library_gemm(preset, task) and "library_gemm" not in names:
+        names.append("library_gemm")
+    return names
 
 
 @dataclass(frozen=True)
@@ -54,27 +67,36 @@ class Profile:
 
 
 def profile_call(fn: Callable[[], Any], own_names: set[str], exclude_library_gemm: bool = False,
-                 gated: Sequence[torch.cuda.Stream] = ()) -> Profile:
+                 gated: Sequence[torch.cuda.Stream] = (), exclude: Sequence[str] = ()) -> Profile:
     """Run fn under the profiler: its own kernels' share of kernel time, and which kernels ran off the gated streams.
 
     With `gated` streams, a marker kernel is queued on each first and the device synchronized, so the markers are
     the first device events of the trace and give the gated streams' profiler ids (see `summarize`)."""
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+    prof = profile(activities=[ProfilerActivity.CUDA])
+    with phases.compiling():  # the profiler's start (CUPTI: seconds the first time) is a tool's start-up, no GPU work
+        prof.__enter__()
+    try:
         for stream in gated:
             with _ON_STREAM(stream):
                 _SLEEP(1)
         _SYNC()
         fn()
         _SYNC()
-    return summarize(prof.events(), own_names, exclude_library_gemm, markers=len(gated))
+    finally:
+        with phases.compiling():  # stopping it and reading its trace: host work
+            prof.__exit__(None, None, None)
+    with phases.compiling():
+        return summarize(prof.events(), own_names, exclude_library_gemm, markers=len(gated), exclude=exclude)
 
 
-def summarize(events: Sequence[Any], own_names: set[str], exclude_library_gemm: bool = False, markers: int = 0
-              ) -> Profile:
+def summarize(events: Sequence[Any], own_names: set[str], exclude_library_gemm: bool = False, markers: int = 0,
+              exclude: Sequence[str] = ()) -> Profile:
     """A profile from the trace's events (torch FunctionEvents).
 
     Memcpy/memset and fill kernels (torch.zeros/full of the solution's buffers) are never counted; with
-    exclude_library_gemm, library GEMM/convolution kernels (cuBLAS, cuBLASLt, CUTLASS, cuDNN) are not either.
+    exclude_library_gemm, library GEMM/convolution kernels (cuBLAS, cuBLASLt, CUTLASS, cuDNN) are not either; nor
+    the library kernels of the allowances `exclude` names (kernel_gym.checks.library_policy: `final_reduction`'s
+    ATen reduce kernels).
     `markers`: how many marker kernels (one per gated stream) lead the device events. Their stream ids are the
     gated ones; a later kernel on another id is ungated. The stream check is skipped (nothing reported ungated)
     unless the trace looks as expected: that many leading events of one name on that many distinct ids, so a
@@ -93,6 +115,7 @@ def summarize(events: Sequence[Any], own_names: set[str], exclude_library_gemm: 
     elif markers:
         skipped = {"markers": float(markers), "lead": float(lead), "ids": float(len(gated_ids)),
                    "events": float(len(device) + lead)}
+    left_out = library_policy.kernel_pattern([*exclude, *(["library_gemm"] if exclude_library_gemm else [])])
     own = total = 0.0
     library: dict[str, float] = {}
     for event in device:
@@ -102,7 +125,7 @@ def summarize(events: Sequence[Any], own_names: set[str], exclude_library_gemm: 
         us = getattr(event, "device_time", None)
         us = float((event.cuda_time if us is None else us) or 0.0)  # torch < 2.4 names it cuda_time
         mine = any(n and n in name for n in own_names)
-        if not mine and exclude_library_gemm and _LIBRARY_GEMM.search(name):
+        if not mine and left_out is not None and left_out.search(name):
             continue
         total += us
         if mine:

@@ -34,6 +34,7 @@ class Mismatch:
     n_bad: int | None = None
     n_total: int | None = None
     kind: str = "value"  # "value", "structure" (count/shape/dtype/device), "nan" (NaN where the reference is finite), "degenerate"
+    rule: str = "fixed"  # what decided: "fixed" (atol/rtol), "oracle" (the error budget), "derived" (budget, no oracle)
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,12 @@ class EvalResult:
     # The evaluation infrastructure failed (the judge, its runners' start, the service, a Ray actor), not the solution:
     # the outcome (CRASH) says nothing about the kernel. Training code should drop or retry such a turn.
     infra_failure: bool = False
+    # How correctness was judged (judge/oracle.py): the rule ("oracle", "mixed", "fixed"), k, the floor, the worst
+    # output's candidate and reference errors against the float64 oracle, their ratio and the limit. None: not judged.
+    correctness: dict[str, Any] | None = None
+    # What confined the job's candidate runner, as the judge saw it (kernel_gym.sandbox.isolation.for_job): its uid,
+    # capabilities, no_new_privs, seccomp, namespaces, the reference runner's uid; {} when no runner ran.
+    isolation: dict[str, Any] = field(default_factory=dict)
 
     @property
     def correct(self) -> bool:

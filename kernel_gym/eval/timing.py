@@ -251,11 +251,20 @@ def c_reference_signals(ref_model: Any, runtime_ms: float) -> dict[str, float]:
     return {"c_reference_ms": float(f"{c:.5g}"), "speedup_vs_c": float(f"{c / runtime_ms:.5g}")}
 
 
+def cpu_lock() -> bool:
+    """KERNEL_GYM_CPU_LOCK=1 (tests): the cpu backend takes the GPU's lock protocol too (one lock for the machine's
+    cpu), so the judge's exclusivity, compile segments and stopped runners are exercised without a GPU."""
+    return os.environ.get("KERNEL_GYM_CPU_LOCK") == "1"
+
+
 def _lock_paths(device: torch.device) -> tuple[Path, Path] | None:
-    if device.type != "cuda" or os.environ.get("KERNEL_GYM_TIMING_LOCK", "1") == "0":
+    if os.environ.get("KERNEL_GYM_TIMING_LOCK", "1") == "0" or (device.type != "cuda" and not cpu_lock()):
         return None
-    index = device.index if device.index is not None else torch.cuda.current_device()
-    uuid = str(getattr(torch.cuda.get_device_properties(index), "uuid", index))
+    if device.type == "cuda":
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        uuid = str(getattr(torch.cuda.get_device_properties(index), "uuid", index))
+    else:
+        uuid = "cpu"
     root = cache_dir("locks")
     root.mkdir(parents=True, exist_ok=True)
     return root / f"gpu-{uuid}.lock", root / f"gpu-{uuid}.gate"
@@ -318,6 +327,46 @@ def _acquire(handle: Any, mode: int, deadline: float) -> bool:
             if _perf_counter() >= deadline:
                 return False
             time.sleep(0.002)
+
+
+class SharedHold:
+    """A shared hold of the GPU's lock that its job lets go of and takes again: a job's compile segments (its runner
+    compiling, holding no GPU) never make a timer wait (judge/budget.py). Same lock, turnstile and LOCK_TIMEOUT_S-free
+    waits as `device_lock(exclusive=False, timeout_s=inf)`; a no-op on cpu."""
+
+    def __init__(self, device: torch.device):
+        self.paths = _lock_paths(device)
+        self._main: Any = None
+        self.waited_s = 0.0
+
+    @property
+    def held(self) -> bool:
+        return self._main is not None
+
+    def take(self) -> float:
+        """Take the share (waiting behind any timer, as long as it takes); returns the seconds waited."""
+        if self.paths is None or self._main is not None:
+            return 0.0
+        t0 = _perf_counter()
+        main = open(self.paths[0], "a")
+        try:
+            with open(self.paths[1], "a") as gate:
+                _acquire(gate, fcntl.LOCK_EX, float("inf"))
+                fcntl.flock(gate, fcntl.LOCK_UN)
+            _acquire(main, fcntl.LOCK_SH, float("inf"))
+        except BaseException:
+            main.close()
+            raise
+        self._main = main
+        waited = _perf_counter() - t0
+        self.waited_s += waited
+        return waited
+
+    def let_go(self) -> None:
+        if self._main is not None:
+            main, self._main = self._main, None
+            fcntl.flock(main, fcntl.LOCK_UN)
+            main.close()
 
 
 @contextlib.contextmanager

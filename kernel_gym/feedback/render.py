@@ -7,6 +7,7 @@ from typing import Any
 
 import jinja2
 
+from kernel_gym.checks import library_policy
 from kernel_gym.eval.result import EvalResult
 from kernel_gym.feedback.hints import HintContext, hints_for
 from kernel_gym.signals.summary import profile_text
@@ -19,11 +20,9 @@ RULES_BY_PRESET = {
               "  and read shapes (torch.empty/empty_like, .view, .reshape, .contiguous, .shape, ...).",
     "kevin-strict": "- Every computation in forward() runs in your own kernels; PyTorch may only allocate, view and read shapes.\n"
                     "- The code may not contain `pass`, `try`, `except` or `torch.nn.functional` anywhere.",
-    "standard": "- Your own kernels do the work. The task's main GEMM/convolution may stay a library call (nn.Linear,\n"
-                "  nn.Conv*, torch.matmul/bmm/addmm, cuBLAS/cuDNN) when the task has other work and your kernels do\n"
-                "  all of it; when the task is only a GEMM/convolution, it must be your own kernel. A small final\n"
-                "  reduction of your kernel's result (e.g. the mean of per-row losses) may stay; no other PyTorch\n"
-                "  compute in forward(). PyTorch may allocate, reshape/view and read shapes.",
+    # the policy's own sentences (kernel_gym.checks.library_policy), as every check's feedback quotes them
+    "standard": "- Your own kernels do the work; no other PyTorch compute in forward().\n" + "\n".join(
+        "- " + a.sentence for a in library_policy.allowances("standard")),
     "permissive": "- PyTorch operations may stay, but at least one kernel of your own must run and carry real work.",
 }
 
@@ -37,7 +36,8 @@ def render_prompt(task: Any, *, backend: str, checks: str, device: str, scoring:
 
 def feedback_fields(result: EvalResult) -> dict[str, Any]:
     fields = {"outcome": result.outcome.value, "message": result.message, "hacks": list(result.hacks),
-              "hack_details": list(result.hack_details), "profile": profile_text(result.signals)}
+              "hack_details": list(result.hack_details), "profile": profile_text(result.signals),
+              "accuracy": accuracy_line(result.correctness) if result.outcome.value in ("correct", "mismatch") else ""}
     if result.timing is not None:
         t = result.timing
         fields.update(runtime_ms=t.runtime_ms, baseline_ms=t.baseline_ms, speedup=t.speedup, trials=t.trials,
@@ -45,6 +45,21 @@ def feedback_fields(result: EvalResult) -> dict[str, Any]:
                       at_resolution=int(result.signals.get("readings_at_resolution", 0)),
                       resolution_ms=t.resolution_ms)
     return fields
+
+
+def accuracy_line(info: dict[str, Any] | None) -> str:
+    """The feedback's sentence on accuracy: the error budget used (kernel_gym.judge.oracle) and where the solution
+    stood in it, so a policy learns what "close enough" means."""
+    if not info:
+        return ""
+    if info.get("rule") == "fixed" or info.get("candidate_error") is None:
+        why = info.get("why") or "no float64 oracle"
+        return f"Accuracy: judged by the fixed tolerance ({why})."
+    ratio = info.get("ratio")
+    ratio_text = f"{ratio:.3g}x the reference's own error" if ratio is not None else "the reference is exact here"
+    return (f"Accuracy (error against a float64 oracle, {info['metric']} of output {info['output']}): yours "
+            f"{info['candidate_error']:.3g}, the fp32 reference's {info['reference_error']:.3g} ({ratio_text}); the "
+            f"budget is k={info['k']:g} x the reference's error + {info['floor']:g} = {info['limit']:.3g}.")
 
 
 def render_feedback(result: EvalResult, *, code: str | None = None, dtype: str = "float32",

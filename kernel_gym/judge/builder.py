@@ -3,8 +3,9 @@
 
     python -m kernel_gym.judge.builder  < request.json   (the judge starts it; the last stdout line is the result)
 
-It confines itself before it reads a line of the candidate's sources (writes only beneath its staging folder and the
-trusted header caches `pch` and `fast_build`; seccomp; no network), builds with the light and precompiled headers of
+It confines itself before it reads a line of the candidate's sources (writes only beneath its staging folder; reads
+only the toolchain, the Python install, its staging folder and the PCH cache; seccomp; no network: its compilers run
+with the candidate's flags, which may name any output file), builds with the light and precompiled headers of
 `eval/fast_build.py` (a light build that fails for a missing declaration is retried with `torch/types.h`, then the
 stock way), and never imports what it built: a solution's static initializers run only in its own runner. Its
 answer is `{"ok": true, "module": NAME}` (the attempt that built: `staging/NAME/NAME.so`) or
@@ -66,23 +67,27 @@ def build(name: str, params: dict[str, Any], staging: Path, fast: bool = True) -
 
 
 def main() -> None:
-    from kernel_gym.sandbox import limits
+    from kernel_gym.sandbox import isolation, limits
 
     limits.die_with_parent()
+    early = isolation.prepare("builder")  # while root and single-threaded: what its uid must reach (isolation.py)
     # the imports first: a build process started ahead (judge/builds.py, SpareBuilders) waits here, ready
     import torch.utils.cpp_extension  # noqa: F401
 
-    from kernel_gym.eval import fast_build  # noqa: F401
+    from kernel_gym.eval import fast_build
 
     request = json.loads(sys.stdin.read())
     staging = Path(request["staging"])
     result: dict[str, Any]
+    pieces: list[str] = []
     try:
-        limits.confine(staging, request.get("device", "cpu"), "builder")
+        pieces = early + limits.confine(staging, request.get("device", "cpu"), "builder")
+        fast_build.SCRATCH = staging / "headers"  # what it makes is its own: the judge publishes the PCH (builds.py)
         result = {"ok": True, "module": build(request["name"], request["params"], staging,
                                              fast=request.get("fast", True) is not False)}
     except Exception as e:  # noqa: BLE001 - a failed build is an answer, not a crash
         result = {"ok": False, "log": str(e) or type(e).__name__}
+    result["isolation"] = isolation.self_report(pieces)  # what it built under (the judge's `judge status`)
     sys.stdout.write("\n" + json.dumps(result) + "\n")
     sys.stdout.flush()
     os._exit(0)  # noqa: SLF001 - nothing of the build is worth a clean interpreter exit

@@ -19,8 +19,10 @@ ran at once, up to `KERNEL_GYM_SPARE_BUILDERS`, default 8; none on cpu unless as
 waiting for a request.
 
 What a candidate can no longer do: plant a library, a precompiled header or a light header in a shared cache that a
-later job would load (docs/anti-hacking.md). What it still decides is its own inputs: a source that includes a file
-elsewhere on the machine is built from that file's contents at the time.
+later job would load (docs/anti-hacking.md): the build process writes only its staging folder (a PCH it made there
+for the request's own flags is published by the judge, `fast_build.publish_pch`), and its flags are shell-safe
+(torch's build.ninja runs them through /bin/sh). What it still decides is its own inputs, which can name no file
+outside the toolchain, the Python install and the staging folder (the build process's Landlock reads).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import fcntl
 import functools
 import hashlib
 import json
+import logging
 import os
 import re
 import shutil
@@ -46,6 +49,7 @@ from typing import Any
 from kernel_gym.eval import fast_build
 from kernel_gym.eval.errors import trim
 from kernel_gym.paths import cache_dir, sweep_dead
+from kernel_gym.sandbox import isolation
 
 # load_inline's keyword arguments a build request may carry, and the type each must have.
 _SOURCES = ("cpp_sources", "cuda_sources")
@@ -58,6 +62,11 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 _RUNS_PROGRAM = re.compile(r"^(?:-fplugin\S*|-B.*|--?specs\S*|-wrapper|--?plugin\S*|-ccbin|--compiler-bindir\S*|"
                            r"-fuse-ld\S*/\S*|-o|--output-file)$")
 _LINKER_B = frozenset({"-Bstatic", "-Bdynamic", "-Bsymbolic", "-Bsymbolic-functions"})
+# torch writes the flags into build.ninja unquoted, and ninja runs each command through /bin/sh: a `;`, `$(...)`, `|`,
+# `>` or a newline in a flag would run a shell command of the candidate's in the build process (which writes the
+# machine's header caches: a planted precompiled header would be compiled into later jobs' extensions). Flags and
+# include paths are made of these characters only.
+_SHELL_SAFE = re.compile(r"[A-Za-z0-9_+\-=,./:% ]*")
 DEFAULT_TIMEOUT_S = 600.0
 
 
@@ -100,6 +109,10 @@ def normalize(name: Any, params: Any) -> tuple[str, dict[str, Any]]:
         out["functions"] = functions
     for key in _FLAG_LISTS:
         for flag in out.get(key, ()):
+            if not _SHELL_SAFE.fullmatch(flag):
+                raise BuildRefused(f"the build flag {flag!r} in {key} is not allowed: flags and include paths may "
+                                   "hold letters, digits, spaces and _ + - = , . / : % only (build commands run "
+                                   "through a shell)")
             for piece in _flag_pieces(flag):
                 if piece.startswith("@") or (_RUNS_PROGRAM.match(piece) and piece not in _LINKER_B):
                     raise BuildRefused(f"the build flag {flag!r} in {key} is not allowed: it would make the "
@@ -202,8 +215,15 @@ def _build_now(unique: str, params: dict[str, Any], device: str, chain: dict[str
     staging = builder.staging
     try:
         answer = _run_builder(builder, unique, params, device, deadline)
+        isolation.note("builder", answer.get("isolation"))
+        try:  # the PCH it made for this request's flags (its key only) into the cache, which it may not write
+            fast_build.publish_pch(staging / "headers", params)
+        except Exception as e:  # noqa: BLE001 - an optimisation: the build's answer stands
+            logging.getLogger(__name__).warning("publishing a precompiled header failed: %s", e)
         if not answer.get("ok"):
-            return {"ok": False, "log": trim(str(answer.get("log") or "the build failed"))}
+            from kernel_gym.sandbox.toolchain import redact  # (no quote of a file outside the build's folder)
+
+            return {"ok": False, "log": trim(redact(str(answer.get("log") or "the build failed"), staging))}
         module = str(answer.get("module") or "")
         built = staging / module
         if not _NAME.fullmatch(module) or not module.startswith(unique) or not built.is_dir():
@@ -211,6 +231,7 @@ def _build_now(unique: str, params: dict[str, Any], device: str, chain: dict[str
         seconds = round(time.monotonic() - t0, 3)
         (built / "kernel_gym_build.json").write_text(json.dumps({"module": module, "seconds": seconds,
                                                                  "toolchain": chain}))
+        isolation.seal(built)  # root's and read-only before it is published (its builder's uid may come back)
         os.rename(built, final)
         return {"ok": True, "directory": str(final), "module": module, "cached": False, "seconds": seconds}
     finally:

@@ -13,7 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from kernel_gym.eval import compare, loading
+from kernel_gym.checks import library_policy
+from kernel_gym.eval import loading
 from kernel_gym.eval.hacks import Hack
 from kernel_gym.eval.result import Mismatch, Outcome
 from kernel_gym.judge.run import JudgeRun, Stop
@@ -57,20 +58,21 @@ def run_stage(jr: JudgeRun, stage: str) -> None:
 
 # ---- helpers -------------------------------------------------------------------------------------------------------
 def trial(jr: JudgeRun, stream: str, i: int = 0, *, scale: float | None = None, strict: bool = True,
-          model: str = "main", module: Any = None, slot: str = "in", **flags: Any) -> Mismatch | None:
-    """One correctness trial on fresh inputs from the judge's secret stream: the reference first, then the
-    candidate on its own copy. None when correct. `strict=False`: any difference, NaN included, is a plain
-    mismatch (no hack label)."""
+          model: str = "main", module: Any = None, slot: str = "in", oracle: bool = True,
+          **flags: Any) -> Mismatch | None:
+    """One correctness trial on fresh inputs from the judge's secret stream: the reference first (and its float64
+    oracle: judge/oracle.py), then the candidate on its own copy. None when correct. `strict=False`: any
+    difference, NaN included, is a plain mismatch (no hack label)."""
     values = jr.inputs(jr.seed(stream, i), module, scale)
     expected = jr.call(jr.ref, model, values, slot=slot)
     if scale is not None and not all(bool(o.isfinite().all()) for o in expected.outputs
                                      if hasattr(o, "is_floating_point") and o.is_floating_point()):
         return None  # the task itself is not defined on rescaled inputs
+    exact = jr.oracle.outputs(model, values, module) if oracle else None
     got = jr.call(jr.cand, model, values, slot=slot, **flags)
     if not strict:
-        return got.mismatch or compare.compare_outputs(got.outputs, expected.outputs, jr.atol, jr.rtol,
-                                                        jr.cfg.max_rel_l2)
-    return jr.judge(got, expected)
+        return jr.compare(got, expected, exact, model)
+    return jr.judge(got, expected, exact=exact, model=model)
 
 
 def forbid_ops(jr: JudgeRun, ops: dict[str, int], after_timing: bool = False) -> None:
@@ -81,12 +83,19 @@ def forbid_ops(jr: JudgeRun, ops: dict[str, int], after_timing: bool = False) ->
     if not bad:
         return
     listed = ", ".join(f"aten.{b}" for b in bad)
+    policy = library_policy_text(jr, {library_policy.op_kind(b) for b in bad})
     if after_timing:
         raise Hack("torch_compute", f"in a call like the timed ones, forward() ran PyTorch compute ({listed}) that "
                    f"checks={jr.cfg.checks!r} does not allow (the checked calls before timing did not); compute it in "
-                   "your own kernels in every call")
+                   f"your own kernels in every call. {policy}")
     raise Hack("torch_compute", f"forward() ran PyTorch compute ({listed}) that checks={jr.cfg.checks!r} does not "
-               "allow; compute it in your own kernels")
+               f"allow; compute it in your own kernels. {policy}")
+
+
+def library_policy_text(jr: JudgeRun, kinds: set[str] | None = None) -> str:
+    """The policy's own sentences (kernel_gym.checks.library_policy), as the static rule quotes them: those of the
+    kinds found (a GEMM, a reduction), or the preset's whole list for any other compute."""
+    return library_policy.explain(jr.dynamic_preset, None if not kinds or "compute" in kinds else kinds)
 
 
 def note_skipped_stream_check(jr: JudgeRun, prof: dict) -> None:
@@ -144,7 +153,7 @@ def op_audit(jr: JudgeRun) -> None:
 def ablation(jr: JudgeRun) -> None:
     """With every Triton launch skipped, the output must change; otherwise the kernels are decoys (`decoy_kernel`)."""
     try:
-        mismatch = trial(jr, "ablation", strict=False, ablate=True)
+        mismatch = trial(jr, "ablation", strict=False, oracle=False, ablate=True)
     except Stop:  # a solution that breaks without its kernels relies on them
         mismatch = "raised"
     if mismatch is None:
@@ -155,11 +164,12 @@ def ablation(jr: JudgeRun) -> None:
 @dynamic_check("kernel_share", applies=lambda jr: jr.device.type == "cuda")
 def kernel_share(jr: JudgeRun) -> None:
     """On the GPU, the solution's own kernels carry most of the kernel time, by preset (`library_time`)."""
-    from kernel_gym.eval.profile import MIN_OWN_SHARE, excludes_library_gemm
+    from kernel_gym.eval.profile import MIN_OWN_SHARE, excluded, excludes_library_gemm
 
-    with jr.may_compile():  # the profiler's first start in a runner takes seconds (CUPTI)
-        call = jr.call(jr.cand, "main", jr.inputs(jr.seed("profile")), profile=True, own_names=sorted(jr.own_names),
-                       exclude_library_gemm=excludes_library_gemm(jr.dynamic_preset, jr.policy))
+    # (the profiler's start, seconds the first time in a runner, is a compile segment of the call: eval/profile.py)
+    call = jr.call(jr.cand, "main", jr.inputs(jr.seed("profile")), profile=True, own_names=sorted(jr.own_names),
+                   exclude_library_gemm=excludes_library_gemm(jr.dynamic_preset, jr.policy),
+                   exclude_kernels=excluded(jr.dynamic_preset, jr.policy))
     prof = call.evidence.get("profile") or {}
     share = float(prof.get("share", 0.0))
     note_ungated(jr, prof.get("ungated") or [])
@@ -170,7 +180,8 @@ def kernel_share(jr: JudgeRun) -> None:
     if share < need:
         top = ", ".join(str(t) for t in (prof.get("top") or [])[:3]) or "library kernels"
         raise Hack("library_time", f"only {100 * share:.1f}% of the GPU time is in your own kernels (need "
-                   f"{100 * need:.0f}% under checks={jr.cfg.checks!r}); most is in {top}")
+                   f"{100 * need:.0f}% under checks={jr.cfg.checks!r}); most is in {top}. "
+                   + library_policy_text(jr))
 
 
 @dynamic_check("alt_shape", applies=lambda jr: jr.cfg.check_alt_shape and bool(jr.job.alt_sizes))
@@ -179,9 +190,9 @@ def alt_shape(jr: JudgeRun) -> None:
     sizes = jr.job.alt_sizes
     module = loading.load_reference(jr.job.task_source, sizes)
     try:
-        with jr.may_compile():  # a new shape may build or specialize kernels again
-            jr.build_models("alt", module, sizes)
-            mismatch = trial(jr, "alt_shape", model="alt", module=module, slot="in_alt")
+        # (a new shape may build or specialize kernels again: compile segments, under the compile budget)
+        jr.build_models("alt", module, sizes)
+        mismatch = trial(jr, "alt_shape", model="alt", module=module, slot="in_alt")
     except Hack as hack:
         if hack.name != "uninitialized_output":
             raise
@@ -205,8 +216,7 @@ def reused_buffers(jr: JudgeRun) -> None:
     values = jr.inputs(jr.seed("reuse", 1))
     expected = jr.call(jr.ref, "main", values)
     got = jr.call(jr.cand, "main", values)  # the judge refilled the same shared buffers
-    mismatch = got.mismatch or compare.compare_outputs(got.outputs, expected.outputs, jr.atol, jr.rtol,
-                                                        jr.cfg.max_rel_l2)
+    mismatch = jr.compare(got, expected)  # (the budget the trials measured: no oracle call needed to see a cache)
     if mismatch is not None:
         raise Hack("output_caching", "called again on the same input buffers holding new values, forward() returned "
                    f"a stale or never-written result ({jr.mismatch_text(mismatch)}); every call must compute its own "

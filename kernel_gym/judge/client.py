@@ -11,6 +11,7 @@ import fcntl
 import hashlib
 import itertools
 import json
+import logging
 import os
 import re
 import socket
@@ -26,6 +27,8 @@ from kernel_gym.eval.job import EvalJob
 from kernel_gym.eval.result import EvalResult, Outcome
 from kernel_gym.paths import unix_address
 
+log = logging.getLogger(__name__)
+
 START_TIMEOUT_S = 240.0
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 
@@ -34,6 +37,12 @@ def run_dir() -> Path:
     """Where the judges' sockets and logs live: $KERNEL_GYM_JUDGE_DIR, else a folder of this user's under /tmp."""
     path = Path(os.environ.get("KERNEL_GYM_JUDGE_DIR") or f"/tmp/kernel_gym_judges_{os.getuid()}")
     path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    # /tmp is everyone's: a folder made there first by another uid (a runner's, where Landlock is missing) or one that
+    # others may write would let them put their own socket where this user's clients look for the judge
+    st = path.lstat()
+    if path.is_symlink() or st.st_uid != os.getuid() or st.st_mode & 0o002:
+        raise SandboxError(f"{path} (the judges' sockets) is a link, belongs to uid {st.st_uid} or can be written by "
+                           "anyone: remove it, or set KERNEL_GYM_JUDGE_DIR to a folder of this user's")
     return path
 
 
@@ -141,6 +150,7 @@ class JudgeClient:
         self._pending: dict[int, tuple[threading.Event, list[dict]]] = {}
         self._sock: socket.socket | None = None
         self._closed = False
+        self.refused: str | None = None  # the judge's reason when it refused this client's connection
 
     @classmethod
     def for_device(cls, device: str, gpu: int | None = None, slots: int = 1,
@@ -166,6 +176,10 @@ class JudgeClient:
                 try:
                     message = json.loads(line)
                 except (json.JSONDecodeError, UnicodeDecodeError):
+                    continue
+                if "id" not in message and "error" in message:  # the judge refused this connection: why
+                    self.refused = str(message["error"])[:500]
+                    log.error("the judge refused this client: %s", self.refused)
                     continue
                 with self._lock:
                     waiter = self._pending.pop(message.get("id"), None)
@@ -208,6 +222,10 @@ class JudgeClient:
             answer = self.request({"op": "evaluate", "job": job.to_dict()})
             if answer is not None and "result" in answer:
                 return EvalResult.from_dict(answer["result"])
+        if self.refused:
+            return EvalResult(outcome=Outcome.CRASH, backend=job.backend, infra_failure=True,
+                              message=f"the judge refused this client ({self.refused}): an infrastructure failure, "
+                                      "not the solution's")
         return EvalResult(outcome=Outcome.CRASH, backend=job.backend, infra_failure=True,
                           message="the judge went away twice while evaluating this job (an infrastructure failure, "
                                   "not the solution's)")

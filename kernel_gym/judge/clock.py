@@ -30,6 +30,7 @@ from typing import Any
 
 import torch
 
+from kernel_gym.errors import SandboxError
 from kernel_gym.eval.timing import GATE_MIN_MS, Sample, sleep_cycles_per_ms
 
 _perf_counter = time.perf_counter
@@ -39,6 +40,24 @@ GATE_MAX_MS = 5.0
 CALIBRATION_CALLS = 16  # calls per clock that measure its fixed part (stable to ~1 µs on H100/H200)
 GATE_RETAKES = 4  # a reading whose gate ran out early is taken again, at most this many times
 RESOLUTION_MIN_MS = 1e-3  # the finest resolution a clock claims: 1 µs (CUDA events resolve ~0.5 µs)
+
+
+class ContextStuck(SandboxError):
+    """The judge's own GPU work waits for something that will never happen: its GPU context is unusable."""
+
+
+RELEASE_S = 5.0  # how long a stuck end may take to be released once its runner is killed
+
+
+def _finished(event: torch.cuda.Event, deadline: float) -> bool:
+    """Poll `event` until it has completed (True) or `deadline` (time.monotonic()) has passed (False)."""
+    pause = 20e-6
+    while not event.query():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(pause)
+        pause = min(pause * 2, 1e-3)
+    return True
 
 
 class _Clock:
@@ -89,6 +108,22 @@ class CudaClock(_Clock):
         self.gate_ms = 0.5 if gate else 0.0
         self._events: dict[int, tuple[torch.cuda.Event, ...]] = {}
         self.misses = 0  # readings retaken because the gate ran out before everything was queued
+        self._ends = torch.cuda.Stream(device)  # where the end of a timed call waits for the runner's "done"
+        self._release = torch.cuda.Stream(device)
+
+    def _stuck(self, runner: Any, done: torch.cuda.Event, end: torch.cuda.Event) -> None:
+        """The call's work did not end by its deadline: the runner is killed (its kernels end with its context),
+        the judge records "done" itself so that the end's wait is released, and the call is a timeout. If even that
+        does not release it, the judge's GPU context is unusable: an infrastructure failure, said so."""
+        from kernel_gym.judge.runners import RunnerFailure
+
+        runner.kill()
+        with torch.cuda.stream(self._release):
+            done.record()
+        if not _finished(end, time.monotonic() + RELEASE_S):
+            raise ContextStuck("the judge's timing stream still waits for a killed runner's work: the judge's GPU "
+                               "context must be restarted (an infrastructure failure, not the solution's)")
+        raise RunnerFailure("timeout", "call")
 
     def bind(self, runner: Any, deadline: float) -> None:
         """The runner's interprocess events (opened by it when it started)."""
@@ -123,9 +158,13 @@ class CudaClock(_Clock):
         # Valid only if the GPU is still in the gate now that both sides have queued everything: then no host time
         # (the judge's own, a busy machine's, the runner's) is inside the interval. Otherwise the caller retakes it.
         missed = bool(gate_ms) and start.query()
-        torch.cuda.current_stream(self.device).wait_event(done)
-        end.record()
-        end.synchronize()
+        # The end waits for "done" on a stream of its own (non-blocking: nothing else of the judge's waits behind
+        # it), and the judge polls it until the call's deadline: a runner whose kernel never ends never holds the
+        # judge (a device-wide synchronize would wait for it forever, and every job with it).
+        self._ends.wait_event(done)
+        end.record(self._ends)
+        if not _finished(end, max(deadline, time.monotonic() + 0.5)):  # (a compile segment moved the request's)
+            self._stuck(runner, done, end)
         t1 = _perf_counter()
         if gate_ms:  # the next gate covers the recent leads of both sides with room to spare
             self._leads.append(lead)

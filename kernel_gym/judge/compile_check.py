@@ -4,10 +4,14 @@ A cpu runner imports the solution; its `load_inline` (nvcc) or `kernel_gym.cuda_
 captured there, and the runner reports the CUDA source as a claim. The judge decides `compiled` (a reward input:
 TritonRL's syntax term) by compiling that source itself: nvcc as a subprocess of the judge (a compiler run on text,
 never the candidate's code; results cached by content in a cache no runner may write), NVRTC in a short-lived
-subprocess, bypassing the runners' build caches. A runner never says "compiled". What a runner taken over by its
-solution can still do is report a different source than its real call's: the check accepts only a source whose
-every `__global__` kernel is named in the solution's code, so a forged claim needs a CUDA source that compiles and
-that the solution carries itself (docs/anti-hacking.md).
+subprocess, bypassing the runners' build caches. Both run like a build process (kernel_gym/sandbox/toolchain.py): an
+allow-listed environment with no secret in it (on cpu the judge is the trainer's process, API keys included),
+Landlock that lets the compiler read only the toolchain, the Python install and the check's own folder (an
+`#include "/proc/self/environ"` or of a file in a home folder cannot be opened), and a log from which every
+diagnostic located outside the check's folder and the toolchain is withheld. A runner never says "compiled".
+What a runner taken over by its solution can still do is report a different source than its real call's: the check
+accepts only a source whose every `__global__` kernel is named in the solution's code, so a forged claim needs a CUDA
+source that compiles and that the solution carries itself (docs/anti-hacking.md).
 """
 
 from __future__ import annotations
@@ -55,29 +59,39 @@ def verify(claim: Any, code: str, signals: dict[str, float] | None = None) -> tu
 
 def nvrtc_check(source: str, options: list[str]) -> tuple[bool, str]:
     """NVRTC on `source` in a subprocess of the judge (a compiler fault cannot take the judge down), for the arch
-    the CPU backend targets, with no build cache."""
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
-    try:
-        run = subprocess.run([sys.executable, "-m", "kernel_gym.judge.compile_check"], input=json.dumps(
-            {"source": source, "options": options}), capture_output=True, text=True, timeout=NVRTC_TIMEOUT_S, env=env)
-    except subprocess.TimeoutExpired:
-        return False, f"NVRTC did not finish within {NVRTC_TIMEOUT_S:.0f} s"
-    try:
-        reply = json.loads(run.stdout.strip().splitlines()[-1])
-    except (json.JSONDecodeError, IndexError):
-        return False, f"the NVRTC check failed (exit {run.returncode}): {trim(run.stderr, 1500)}"
-    return bool(reply.get("ok")), str(reply.get("log", ""))
+    the CPU backend targets, with no build cache, confined as a compile check (kernel_gym/sandbox/toolchain.py)."""
+    from kernel_gym import cuda_raw
+    from kernel_gym.sandbox import toolchain
+
+    with tempfile.TemporaryDirectory(prefix="kernel_gym_check_") as folder:
+        request = json.dumps({"source": source, "options": options, "arch": cuda_raw.cpu_arch()})
+        try:
+            run = toolchain.run_process([sys.executable, "-m", "kernel_gym.judge.compile_check", folder], Path(folder),
+                                        NVRTC_TIMEOUT_S, stdin=request)
+        except subprocess.TimeoutExpired:
+            return False, f"NVRTC did not finish within {NVRTC_TIMEOUT_S:.0f} s"
+        try:
+            reply = json.loads(run.stdout.strip().splitlines()[-1])
+        except (json.JSONDecodeError, IndexError):
+            return False, f"the NVRTC check failed (exit {run.returncode}): {trim(run.stderr, 1500)}"
+        return bool(reply.get("ok")), toolchain.redact(str(reply.get("log", "")), Path(folder))
 
 
 def main() -> None:
-    """`python -m kernel_gym.judge.compile_check`: one NVRTC compile, the request and the answer as JSON."""
+    """`python -m kernel_gym.judge.compile_check FOLDER`: one NVRTC compile, the request and the answer as JSON. The
+    process confines itself to FOLDER (its working directory) once NVRTC and the options are loaded."""
+    from cuda.bindings import nvrtc  # noqa: F401 - loaded before the confinement
+
     from kernel_gym import cuda_raw
+    from kernel_gym.sandbox import toolchain
 
     request = json.loads(sys.stdin.read())
     source = request["source"]
-    options = cuda_raw.nvrtc_options(cuda_raw.cpu_arch(), request["options"])
+    options = cuda_raw.nvrtc_options(request.get("arch") or cuda_raw.cpu_arch(), request["options"])
+    names = list(cuda_raw.kernel_signatures(source))
+    toolchain.confine(Path(sys.argv[1] if len(sys.argv) > 1 else os.getcwd()))
     try:
-        cuda_raw._nvrtc_compile(source, list(cuda_raw.kernel_signatures(source)), options)
+        cuda_raw._nvrtc_compile(source, names, options)
         answer = {"ok": True, "log": ""}
     except cuda_raw.CompileError as e:
         answer = {"ok": False, "log": e.log}

@@ -4,15 +4,17 @@ signals. Each stage's time lands in `stage_ms`."""
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Iterator
 from typing import Any
 
 from kernel_gym.eval.hacks import Hack
 from kernel_gym.eval.result import Timing
-from kernel_gym.eval.timing import device_lock
+from kernel_gym.eval.timing import SharedHold, cpu_lock, device_lock
 from kernel_gym.judge import checks, measure
 from kernel_gym.judge.run import JudgeRun
+from kernel_gym.judge.runners import others_stopped
 
 
 def run(jr: JudgeRun) -> Timing:
@@ -26,7 +28,7 @@ def run(jr: JudgeRun) -> Timing:
     jr.stage = "timing"
     # nothing else on this GPU while a job is timed: the job waits as long as it takes (every holder's calls are
     # bounded by their own limits), and the wait is reported, never timed
-    with device_lock(jr.device, exclusive=True, timeout_s=float("inf")) as wait:
+    with device_lock(jr.device, exclusive=True, timeout_s=float("inf")) as wait, quiet_others(jr):
         jr.stage_ms["gpu_lock_wait"] = round(wait.seconds * 1e3, 3)
         timing = jr.timed("timing", lambda: measure.timing(jr))
     with shared_gpu(jr):
@@ -34,12 +36,26 @@ def run(jr: JudgeRun) -> Timing:
     return timing
 
 
+def quiet_others(jr: JudgeRun) -> contextlib.AbstractContextManager:
+    """cuda: the judge's other candidate runners stopped while this job is timed (judge/runners.py)."""
+    if (jr.device.type != "cuda" and not cpu_lock()) or os.environ.get("KERNEL_GYM_STOP_OTHERS", "1") == "0":
+        return contextlib.nullcontext()
+    return others_stopped(keep=(jr.cand.runner, jr.ref.runner))
+
+
 @contextlib.contextmanager
 def shared_gpu(jr: JudgeRun) -> Iterator[None]:
-    """GPU work other than timing: beside other jobs' such work, never while one of them is being timed."""
-    with device_lock(jr.device, exclusive=False, timeout_s=float("inf")) as wait:
-        jr.stage_ms["gpu_shared_wait"] = round(jr.stage_ms.get("gpu_shared_wait", 0.0) + wait.seconds * 1e3, 3)
+    """GPU work other than timing: beside other jobs' such work, never while one of them is being timed. The share
+    is let go of while the job's runner compiles (judge/budget.py), so a compile never holds up a timer."""
+    hold = SharedHold(jr.device)
+    waited = hold.take()
+    jr.stage_ms["gpu_shared_wait"] = round(jr.stage_ms.get("gpu_shared_wait", 0.0) + waited * 1e3, 3)
+    jr.budget.hold = hold
+    try:
         yield
+    finally:
+        jr.budget.hold = None
+        hold.let_go()
 
 
 def _threads(evidence: dict[str, Any], what: str) -> None:

@@ -21,9 +21,10 @@ from kernel_gym.errors import SandboxError
 from kernel_gym.eval.errors import GPU_MEMORY_MARKERS
 from kernel_gym.eval.job import EvalJob
 from kernel_gym.eval.result import EvalResult, Outcome
+from kernel_gym.judge.faults import Cancel, gpu_fault
 from kernel_gym.judge.runners import ROOT_PREFIX, RunnerProcess
 from kernel_gym.paths import sweep_dead
-from kernel_gym.sandbox import limits
+from kernel_gym.sandbox import isolation, limits
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +41,11 @@ MAX_JOBS_PER_RUNNER = 32
 # more process per slot, on cuda one more CUDA context).
 SPARE_RUNNERS = os.environ.get("KERNEL_GYM_SPARE_RUNNERS", "1") != "0"
 JUDGE_OOM_RETRIES, JUDGE_OOM_BACKOFF_S = 3, 1.0
+# Longest wait of a job that must run alone (an oom confirmation, the judge's last memory retry) for the others to
+# finish; new jobs wait behind it only this long. Past it the job runs beside them, and an oom it meets there is no
+# verdict (an infrastructure failure: nothing could be confirmed). KERNEL_GYM_ALONE_WAIT_S.
+ALONE_WAIT_S = float(os.environ.get("KERNEL_GYM_ALONE_WAIT_S", "30") or 30)
+END_LIMIT_S = 10.0  # a candidate runner's end of a job (dropping its modules, models and memory)
 
 
 def judge_out_of_memory(exc: BaseException) -> bool:
@@ -92,26 +98,44 @@ class Slot:
         self.spare: RunnerProcess | None = None  # the next candidate runner, started when this one was replaced
         self.cand_jobs = 0
         self.cand_threads: int | None = None  # the candidate runner's native threads after its last clean job
+        self.ref_baseline: dict | None = None  # the reference runner's scheduling, limits and cgroup when it started
 
     def _spawn(self, role: str) -> RunnerProcess:
         return RunnerProcess(self.device, self.gpu, self.memory_limit_gb, role=role)
 
     def runners(self) -> tuple[RunnerProcess, RunnerProcess]:
+        """The slot's runners for the next job. The reference runner serves it only as the judge left it: its
+        threads' scheduling policy, priority, nice, affinity, I/O priority, cgroup and its resource limits as when it
+        started (judge/ref_guard.py); otherwise it is replaced (a candidate that got past the seccomp rules against
+        other processes would have slowed the reference, and every later job's speedup with it)."""
+        from kernel_gym.judge import ref_guard
+
+        if self.ref.alive and self.ref_baseline is not None:
+            why = ref_guard.changed(self.ref.pid, self.ref_baseline)
+            if why is not None:
+                log.warning("the reference runner was changed by another process (%s); replacing it", why)
+                self.ref.kill()
         if not self.ref.alive:
-            self.ref = self._spawn("reference")
+            self.ref, self.ref_baseline = self._spawn("reference"), None
+        if self.ref_baseline is None:
+            self.ref.wait_ready()
+            self.ref_baseline = ref_guard.snapshot(self.ref.pid)
         if not self.cand.alive:
             self.replace_candidate()
         return self.cand, self.ref
 
     def replace_candidate(self) -> None:
         """The spare (started at the last replacement, so usually ready) takes over, and a new spare starts now: a
-        replaced runner costs the next job no start-up (torch, triton and CUDA imported and initialized)."""
+        replaced runner costs the next job no start-up (torch, triton and CUDA imported and initialized). The old
+        one and every process it started are killed before this returns (reaped in the background): no process of
+        a job outlives its verdict."""
         old = self.cand
+        old.kill_now()
         spare = self.spare if self.spare is not None and self.spare.alive else None
         self.cand = spare or self._spawn("candidate")
         self.spare = self._spawn("candidate") if SPARE_RUNNERS else None
         self.cand_jobs, self.cand_threads = 0, None
-        threading.Thread(target=old.stop, daemon=True, name="kernel-gym-runner-stop").start()
+        threading.Thread(target=old.kill, daemon=True, name="kernel-gym-runner-reap").start()
 
     def after_job(self, result: EvalResult | None) -> bool:
         """End the job in both runners. The candidate's runner serves the next job only when nothing about this one
@@ -139,7 +163,8 @@ class Slot:
         if not runner.alive:
             return None
         try:
-            report = runner.request("end", deadline=_soon(), stage="compile")
+            # (a candidate's objects' __del__ runs in it: its verdict waits at most END_LIMIT_S for a clean end)
+            report = runner.request("end", deadline=_soon(END_LIMIT_S if strays else 30.0), stage="compile")
         except Exception:  # noqa: BLE001 - a runner that cannot end a job is replaced
             runner.kill()
             return None
@@ -176,6 +201,7 @@ class WorkerPool:
         self.device, self.size, self.memory_limit_gb = device, size, memory_limit_gb
         self.gpus = gpus if gpus is not None else ([None] * size)
         sweep_stale_roots()
+        isolation.preflight()  # once per process: a loud warning when runners would keep root (sandbox/isolation.py)
         self._idle: queue.Queue[Slot] = queue.Queue()
         self._all: list[Slot] = []
         self._closed = False
@@ -184,24 +210,28 @@ class WorkerPool:
         self._running = self._started = 0  # jobs running now; jobs started so far (was a job ever alone?)
         self._alone_waiting = 0  # jobs waiting to run with nothing else on the pool (new jobs wait behind them)
         self._alone_running = False
+        self.gpu_fault: str | None = None  # why the GPU failed the probe after a runner ended (None: usable)
+        self.context_stuck = False  # the judge's own GPU context is unusable (judge/clock.py ContextStuck)
         for i in range(size):
             slot = Slot(device, self.gpus[i % len(self.gpus)], memory_limit_gb)
             self._all.append(slot)
             self._idle.put(slot)
 
-    def evaluate(self, job: EvalJob) -> EvalResult:
+    def evaluate(self, job: EvalJob, cancel: Cancel | None = None) -> EvalResult:
         """Judge one job on a free slot. Memory pressure from other jobs is never a verdict: when the judge itself
         runs out of GPU memory (its buffers, not the solution's), the job is run again once concurrent jobs have had
         time to free theirs, up to JUDGE_OOM_RETRIES times, the last of them alone; and an `oom` verdict reached
         while other jobs were in flight is confirmed by running the job once more, alone (it stands if the solution
-        runs out of memory with nothing else running)."""
+        runs out of memory with nothing else running). No job waits on another for long: a job that cannot get the
+        pool to itself within ALONE_WAIT_S runs beside the others, and an oom there is an infrastructure failure.
+        `cancel`: how the caller ends the job early (its client went away)."""
         judge_retries = oom_reruns = 0
         alone = False
         while True:
             try:
-                result, shared = self._evaluate_once(job, alone=alone)
+                result, shared = self._evaluate_once(job, alone=alone, cancel=cancel)
             except Exception as e:
-                if judge_retries == JUDGE_OOM_RETRIES or not judge_out_of_memory(e):
+                if judge_retries == JUDGE_OOM_RETRIES or not judge_out_of_memory(e) or (cancel and cancel.reason):
                     raise
                 judge_retries += 1
                 alone = judge_retries == JUDGE_OOM_RETRIES  # the last try has the GPU's memory to itself
@@ -210,11 +240,16 @@ class WorkerPool:
                 _release_judge_memory(self.device)
                 time.sleep(JUDGE_OOM_BACKOFF_S * 2 ** (judge_retries - 1))
                 continue
-            if result.outcome is Outcome.OOM and shared and not oom_reruns:
-                oom_reruns += 1
-                alone = True  # the verdict stands only if the solution runs out of memory with nothing else running
-                log.info("an oom verdict while other jobs were running: confirming it alone")
-                continue
+            if result.outcome is Outcome.OOM and shared:
+                if not oom_reruns and not (cancel and cancel.reason):
+                    oom_reruns += 1
+                    alone = True  # the verdict stands only if the solution runs out of memory with nothing else running
+                    log.info("an oom verdict while other jobs were running: confirming it alone")
+                    continue
+                if alone:  # the confirmation could not get the pool to itself: nothing was confirmed
+                    result = result.replace(infra_failure=True, message=(
+                        "out of GPU memory while other jobs were running, and the job could not be run alone within "
+                        f"{ALONE_WAIT_S:g} s to confirm it; not a verdict on the solution:\n" + result.message))
             extra = {k: float(v) for k, v in (("judge_oom_retries", judge_retries), ("oom_reruns", oom_reruns)) if v}
             return result.replace(stage_ms={**result.stage_ms, **extra}) if extra else result
 
@@ -224,24 +259,27 @@ class WorkerPool:
         with self._count_lock:
             return self._alone_waiting
 
-    def _enter(self, alone: bool) -> tuple[int, bool]:
-        """Count a job in. A job that must run alone waits until no other job runs (and new ones wait behind it);
-        any other job waits while one is waiting to run alone or running. Returns (jobs started before, whether
-        another job is running)."""
+    def _enter(self, alone: bool) -> tuple[int, bool, bool]:
+        """Count a job in. A job that must run alone waits until no other job runs (and new ones wait behind it),
+        at most ALONE_WAIT_S; any other job waits while one is waiting to run alone or running. Returns (jobs
+        started before, whether another job is running, whether this one runs alone)."""
         with self._turn:
+            is_alone = False
             if alone:
                 self._alone_waiting += 1
                 try:
-                    self._turn.wait_for(lambda: self._running == 0 and not self._alone_running)
+                    is_alone = self._turn.wait_for(lambda: self._running == 0 and not self._alone_running,
+                                                   timeout=ALONE_WAIT_S)
                 finally:
                     self._alone_waiting -= 1
-                self._alone_running = True
+                    self._turn.notify_all()
+                self._alone_running = is_alone
             else:
                 self._turn.wait_for(lambda: not self._alone_waiting and not self._alone_running)
             self._running += 1
             started, concurrent = self._started, self._running > 1
             self._started += 1
-            return started, concurrent
+            return started, concurrent, is_alone
 
     def _leave(self, alone: bool) -> None:
         with self._turn:
@@ -250,33 +288,57 @@ class WorkerPool:
                 self._alone_running = False
             self._turn.notify_all()
 
-    def _evaluate_once(self, job: EvalJob, alone: bool = False) -> tuple[EvalResult, bool]:
+    def _evaluate_once(self, job: EvalJob, alone: bool = False, cancel: Cancel | None = None
+                       ) -> tuple[EvalResult, bool]:
         """One run on a free slot: its result, and whether another job ran on this pool at any time during it.
-        `alone`: with no other job on the pool (memory other jobs hold cannot be the reason for its verdict)."""
+        `alone`: with no other job on the pool if that comes within ALONE_WAIT_S (memory other jobs hold cannot be
+        the reason for its verdict)."""
         if self._closed:
             raise SandboxError("the worker pool is closed")
         from kernel_gym.judge.run import JudgeRun
 
         t0 = time.monotonic()
-        started, concurrent = self._enter(alone)  # (before a slot is taken: a waiting job holds none)
+        asked_alone = alone
+        started, concurrent, alone = self._enter(alone)  # (before a slot is taken: a waiting job holds none)
         waited_ms = (time.monotonic() - t0) * 1e3
+        if cancel is not None and cancel.reason:
+            self._leave(alone)
+            return EvalResult(outcome=Outcome.CRASH, message=f"cancelled: {cancel.reason}", infra_failure=True), False
         slot = self._idle.get()
         try:
+            if self.gpu_fault is not None:  # (probed again: it may have come back; a stuck context never does)
+                self.gpu_fault = self.gpu_fault if self.context_stuck else gpu_fault(self.device)
+                if self.gpu_fault is not None:
+                    raise SandboxError(f"the GPU is not usable: {self.gpu_fault}")
             cand, ref = slot.runners()
             run = JudgeRun(job, cand, ref)
+            if cancel is not None:
+                cancel.attach(cand)
             result = None
             try:
                 result = run.execute()
             finally:
+                if cancel is not None:
+                    cancel.attach(None)
                 run.close()
                 replaced = slot.after_job(result)
             if replaced and result.outcome not in (Outcome.CORRECT, Outcome.MISMATCH):
                 result = result.replace(worker_recycled=True)  # this job's doing: say so
-            if alone:  # how long it waited for the pool to itself
+            result = result.replace(isolation=isolation.for_job(cand, ref))  # what confined its runners
+            if result.outcome in (Outcome.TIMEOUT, Outcome.CRASH, Outcome.OOM):  # a runner died or was killed
+                self.gpu_fault = gpu_fault(self.device)
+                if self.gpu_fault is not None:
+                    log.error("the GPU is not usable after a job's runner ended: %s", self.gpu_fault)
+            if asked_alone:  # how long it waited for the pool to itself
                 result = result.replace(stage_ms={**result.stage_ms, "alone_wait": round(waited_ms, 3)})
             with self._count_lock:
                 return result, concurrent or self._started - started > 1
-        except BaseException:
+        except BaseException as exc:
+            from kernel_gym.judge.clock import ContextStuck
+
+            if isinstance(exc, ContextStuck):  # every later job would hang on the judge's own GPU work
+                self.gpu_fault, self.context_stuck = str(exc), True
+                log.critical("%s", exc)
             slot.close()
             if not self._closed:
                 fresh = Slot(self.device, slot.gpu, self.memory_limit_gb)
@@ -319,6 +381,11 @@ class WorkerPool:
         import torch
 
         return round(torch.cuda.memory_reserved() / 2**20, 1)
+
+    def runner_pids(self) -> list[int]:
+        """The live runners the pool holds (every slot's reference, candidate and spare): any other runner process
+        of this judge outlived its job."""
+        return sorted(r.pid for s in list(self._all) for r in (s.ref, s.cand, s.spare) if r is not None and r.alive)
 
     def ready_slots(self) -> int:
         """Slots whose runners have both said ready (without waiting for any)."""

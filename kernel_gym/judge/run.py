@@ -14,12 +14,11 @@ Order: compile (load, build, first call) -> the correctness stage's registered c
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import secrets
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +29,9 @@ from kernel_gym.eval import compare, loading
 from kernel_gym.eval.hacks import Hack
 from kernel_gym.eval.job import EvalJob
 from kernel_gym.eval.result import EvalResult, Mismatch, Outcome, Timing
+from kernel_gym.judge.budget import SETUP_LIMIT_S, Budget
 from kernel_gym.judge.nan import fill_unwritten
+from kernel_gym.judge.oracle import Oracle
 from kernel_gym.judge.runners import RunnerFailure, RunnerProcess
 from kernel_gym.judge.seeds import seed_for
 from kernel_gym.sandbox.shared import Arena, Spec
@@ -80,7 +81,8 @@ class JudgeRun:
         self.job, self.cfg = job, job.config
         self.device = torch.device(self.cfg.device)
         self.atol, self.rtol = job.tolerance or self.cfg.tolerances.get(job.dtype, (1e-4, 1e-4))
-        self.salt = secrets.randbits(31) if self.cfg.secret_seeds else 0
+        # a fresh 128-bit key per job (judge/seeds.py); 0: the public, reproducible formula
+        self.seed_key: bytes | int = secrets.token_bytes(16) if self.cfg.secret_seeds else 0
         # `standard`'s task policy (library GEMM/conv, epilogue reductions), from the trusted task source
         self.policy = task_policy(job.task_source)
         # the dynamic checks' preset: `none` has no static rule but `standard`'s dynamic policy
@@ -90,18 +92,22 @@ class JudgeRun:
         self.signals: dict[str, float] = {}
         self.compiled = False
         self.stage = "compile"
-        self.compiling = 0  # > 0: inside may_compile()
         self.recycle = False  # the candidate's runner must not serve another job
         self.calls_without_launch = 0
         self.ungated: list[str] = []
         self.poison_bytes = 1 << 20
         self.ref_ms: float | None = None  # the reference's call time (host), once known: the hang limit follows it
-        self.run_deadline = float("inf")
+        # compile and run limits of this job's requests (judge/budget.py): the runners' compile segments spend it
+        self.budget = Budget(compile_left_s=self.cfg.compile_timeout_s)
+        for runner in (cand, ref):
+            if runner is not None:  # (None: a JudgeRun made for its seeds or inputs alone)
+                runner.budget = self.budget
         self.module = loading.load_reference(job.task_source, job.sizes)  # trusted task code: inputs, init args
         self.out_specs: dict[str, tuple[list[Spec], list[Any]]] = {}  # model key -> (tensor specs, value outputs)
         self.clock: Any = None
         self.own_names: set[str] = set()  # the candidate's kernel names (its runner's evidence, for the profiler)
         self.earlier: list[list[Any]] = []  # the expected outputs of the latest calls (a stale answer matches one)
+        self.oracle = Oracle(self)  # the float64 oracle and the error budget (judge/oracle.py)
 
     @property
     def timed_model(self) -> str:
@@ -110,7 +116,7 @@ class JudgeRun:
 
     # ---- seeds, inputs, deadlines --------------------------------------------------------------------------------
     def seed(self, stream: str, i: int = 0) -> int:
-        return seed_for(self.cfg.seed, self.salt, stream, i)
+        return seed_for(self.cfg.seed, self.seed_key, stream, i)
 
     def inputs(self, seed: int, module: Any = None, scale: float | None = None) -> list[Any]:
         """The task's inputs for `seed`, made here (never in a runner); the pristine copy of a call."""
@@ -130,48 +136,63 @@ class JudgeRun:
             return list((module or self.module).get_init_inputs())
 
     def call_limit(self) -> tuple[float, str]:
-        """The limit of one call after the first (seconds) and how it was set."""
-        limit = self.cfg.call_timeout_s
+        """The limit of one call, the first included (seconds, compiling not counted), and how it was set: never
+        more than `run_timeout_s`."""
+        limit, run = self.cfg.call_timeout_s, self.cfg.run_timeout_s
         if limit is not None:
-            return limit, f"{limit:g} s (call_timeout_s)"
-        if self.ref_ms is None:
-            return self.cfg.run_timeout_s, f"{self.cfg.run_timeout_s:g} s"
-        if self.device.type == "cuda":
+            text = f"{limit:g} s (call_timeout_s)"
+        elif self.ref_ms is None:
+            limit, text = run, f"{run:g} s"
+        elif self.device.type == "cuda":
             limit = max(2.0, 50 * self.ref_ms / 1e3)
-            return limit, f"{limit:.3g} s (max(2 s, 50x the reference's {self.ref_ms:.3g} ms per call))"
-        limit = max(30.0, 1000 * self.ref_ms / 1e3)
-        return limit, f"{limit:.3g} s (max(30 s, 1000x the reference's {self.ref_ms:.3g} ms per call))"
+            text = f"{limit:.3g} s (max(2 s, 50x the reference's {self.ref_ms:.3g} ms per call))"
+        else:
+            limit = max(30.0, 1000 * self.ref_ms / 1e3)
+            text = f"{limit:.3g} s (max(30 s, 1000x the reference's {self.ref_ms:.3g} ms per call))"
+        if limit > run:
+            return run, f"{run:g} s (run_timeout_s)"
+        return limit, text
 
-    @contextlib.contextmanager
-    def may_compile(self) -> Iterator[None]:
-        """Calls that may build or start something for the first time (a new shape, the profiler) have the compile
-        limit, not the per-call one: a genuine kernel is never a `timeout` for its first launch at a shape."""
-        self.compiling += 1
-        try:
-            yield
-        finally:
-            self.compiling -= 1
+    @property
+    def run_deadline(self) -> float:
+        return self.budget.run_deadline
+
+    @run_deadline.setter
+    def run_deadline(self, value: float) -> None:
+        self.budget.run_deadline = value
 
     def deadline(self, stage: str | None = None) -> float:
-        """compile: the compile limit. Later calls: a limit that follows the reference's time (max(2 s, 50x) on
-        cuda, max(30 s, 1000x) on cpu, where interpreted Triton is slow), within the run limit."""
+        """The run limit of a request that is not a call: loading and constructing (`SETUP_LIMIT_S`), then the
+        call limit within the job's run limit. Compile segments in between are under the compile budget."""
         now = time.monotonic()
-        if (stage or self.stage) in ("compile", "first_call") or self.compiling:
-            return now + self.cfg.compile_timeout_s
+        if (stage or self.stage) in ("compile", "first_call"):
+            return now + SETUP_LIMIT_S
         return min(now + self.call_limit()[0], self.run_deadline)
 
-    def timeout_text(self) -> str:
-        """Which limit a call ran into: its own, or what was left of the run limit."""
-        if self.stage in ("compile", "first_call") or self.compiling:
-            return f"{self.cfg.compile_timeout_s:g} s"
+    def setup_deadline(self) -> float:
+        """Loading a module or constructing a model (at any stage: the second shape's too): `SETUP_LIMIT_S`."""
+        return min(time.monotonic() + SETUP_LIMIT_S, self.run_deadline)
+
+    def call_deadline(self) -> float:
+        """The run limit of one call, the first included: it follows the reference's call time (max(2 s, 50x) on
+        cuda, max(30 s, 1000x) on cpu, where interpreted Triton is slow), within the job's run limit."""
+        return min(time.monotonic() + self.call_limit()[0], self.run_deadline)
+
+    def timeout_text(self, what: str) -> str:
+        """Which limit a request ran into (`what`: "compile", "call", or another request's name)."""
+        if what == "compile":
+            return (f"the compile budget of {self.cfg.compile_timeout_s:g} s (compile_timeout_s: all of the job's "
+                    "compiling together)")
         if time.monotonic() >= self.run_deadline - 0.5:
             return f"{self.cfg.run_timeout_s:g} s (run_timeout_s: all checks and timing together)"
-        return self.call_limit()[1] + " for one call"
+        if what in ("call", "timed_call") or self.stage not in ("compile", "first_call"):
+            return self.call_limit()[1] + " for one call, compiling not counted"
+        return f"{SETUP_LIMIT_S:g} s for loading or constructing the model, compiling not counted"
 
     # ---- models --------------------------------------------------------------------------------------------------
     def build_reference(self, name: str, module: str, cls: str, init: list[Any], task_module: Any = None) -> None:
         """Build a reference-side model and learn its outputs' structure from one call (trusted)."""
-        reply = self.ref.runner.request("build", deadline=self.deadline(), stage=self.stage, name=name, module=module,
+        reply = self.ref.runner.request("build", deadline=self.setup_deadline(), stage=self.stage, name=name, module=module,
                                         cls=cls, init=init, seed=self.cfg.seed)
         if "error" in reply:
             self.fail(reply["error"], self.ref)
@@ -184,12 +205,12 @@ class JudgeRun:
         the same seed (KernelBench's convention), from init inputs the judge made."""
         init = self.init_inputs(module)
         if name != "main":
-            reply = self.ref.runner.request("load", deadline=self.deadline(), stage=self.stage, kind="reference",
+            reply = self.ref.runner.request("load", deadline=self.setup_deadline(), stage=self.stage, kind="reference",
                                             name=name, source=self.job.task_source, sizes=sizes)
             if "error" in reply:
                 self.fail(reply["error"], self.ref)
         self.build_reference(name, name, "Model", init, module)
-        reply = self.cand.runner.request("build", deadline=self.deadline(), stage=self.stage, name=name,
+        reply = self.cand.runner.request("build", deadline=self.setup_deadline(), stage=self.stage, name=name,
                                          module="main", cls="ModelNew", init=init, seed=self.cfg.seed)
         if "error" in reply:
             self.fail(reply["error"], self.cand)
@@ -231,6 +252,8 @@ class JudgeRun:
 
         if not staged:
             stage()
+            if self.device.type == "cuda":  # in place before any runner reads them (the copies run on the judge's
+                torch.cuda.synchronize(self.device)  # stream; a runner's work on its own would race them)
         return arena, spec, stage
 
     # ---- one call ------------------------------------------------------------------------------------------------
@@ -256,7 +279,7 @@ class JudgeRun:
             ready()  # the runner's garbage collection and NaN poisoning come before the clock starts
             side.runner.request("collect", deadline=self.deadline(), stage=self.stage,
                                 poison=self.poison_bytes if side is self.cand else 0)
-            return self.clock.time(side.runner, fields, self.deadline(), stage=stage)
+            return self.clock.time(side.runner, fields, self.call_deadline(), stage=stage)
 
         if not timed:
             ready()
@@ -266,7 +289,7 @@ class JudgeRun:
         if timed:
             sample, evidence = self.clock.timed(take) if retake else take()  # (a reading that is not kept: once)
         else:
-            sample, evidence = None, side.runner.request("call", deadline=self.deadline(), **fields)
+            sample, evidence = None, side.runner.request("call", deadline=self.call_deadline(), **fields)
         if side is self.ref and not timed:
             self.ref_ms = min(self.ref_ms or float("inf"), (time.perf_counter() - t0) * 1e3)
         if "error" in evidence:
@@ -391,9 +414,18 @@ class JudgeRun:
                    for e in self.earlier)
 
     def mismatch_text(self, m: Mismatch) -> str:
+        if m.rule != "fixed":  # the error budget (judge/oracle.py): its numbers are in the text
+            return compare.error_summary(m)
         return compare.error_summary(m) + f" (atol={self.atol:g}, rtol={self.rtol:g}, dtype {self.job.dtype})"
 
-    def judge(self, got: Call, expected: Call, where: str = "") -> Mismatch | None:
+    def compare(self, got: Call, expected: Call, exact: list[Any] | None = None, model: str = "main"
+                ) -> Mismatch | None:
+        """The outputs' verdict: the error budget against the float64 oracle's `exact` outputs (without them, the
+        budget the trials measured, or the fixed rule), inside the fixed rule's hard bounds (judge/oracle.py)."""
+        return got.mismatch or self.oracle.compare(got.outputs, expected.outputs, exact, model)
+
+    def judge(self, got: Call, expected: Call, where: str = "", exact: list[Any] | None = None,
+              model: str = "main") -> Mismatch | None:
         """Compare outputs; degenerate or never-written outputs are hacks, other differences a mismatch. A NaN the
         candidate computed (an overflow) is a mismatch; only NaN bits of the unwritten fill are
         `uninitialized_output` (`kernel_gym.judge.nan`)."""
@@ -401,7 +433,7 @@ class JudgeRun:
 
         if got.mismatch is not None:
             return got.mismatch
-        mismatch = compare.compare_outputs(got.outputs, expected.outputs, self.atol, self.rtol, self.cfg.max_rel_l2)
+        mismatch = self.oracle.compare(got.outputs, expected.outputs, exact, model)
         stale = mismatch is not None and self.stale(got)
         self.remember(expected)
         if stale:
@@ -428,9 +460,12 @@ class JudgeRun:
             self.stage != "compile" and outcome is not Outcome.COMPILE_ERROR)
         if self.cand.runner.build_ms:  # inside compile (or a check that built again): the build service's share
             self.stage_ms["build"] = round(self.cand.runner.build_ms, 3)
+        if self.budget.segments:  # compiling (builds included), under the compile budget, holding no GPU
+            self.stage_ms["compile_segments"] = round(self.budget.compile_ms, 3)
+            self.stage_ms["gpu_share_rewait"] = round(self.budget.share_wait_ms, 3)
         return EvalResult(outcome=outcome, message=message, backend=self.job.backend, compiled=compiled,
                           stage_ms=dict(self.stage_ms), signals=dict(self.signals), worker_recycled=self.recycle,
-                          **fields)
+                          correctness=self.oracle.info(), **fields)
 
     def execute(self) -> EvalResult:
         from kernel_gym.judge import pipeline
@@ -448,8 +483,9 @@ class JudgeRun:
 
     def runner_failure(self, failure: RunnerFailure) -> EvalResult:
         if failure.kind == "timeout":
-            return self.result(Outcome.TIMEOUT, f"the {self.stage} stage did not finish within {self.timeout_text()} "
-                               "(an infinite loop, a deadlock, or far too much work); the process was killed")
+            return self.result(Outcome.TIMEOUT, f"the {self.stage} stage did not finish within "
+                               f"{self.timeout_text(failure.message)} (an infinite loop, a deadlock, a kernel that "
+                               "never ends, or far too much work); the process was killed")
         if failure.kind == "tampered":
             why = failure.message
             return self.result(Outcome.REJECTED, f"the result channel was tampered with: {why}",
@@ -457,5 +493,9 @@ class JudgeRun:
         return self.result(Outcome(failure.kind), failure.message)
 
     def close(self) -> None:
-        self.cand.close()
-        self.ref.close()
+        for side in (self.cand, self.ref):
+            side.close()
+            if side.runner is not None:
+                side.runner.budget = None
+        if self.budget.hold is not None:
+            self.budget.hold.let_go()

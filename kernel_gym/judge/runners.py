@@ -5,13 +5,18 @@ the job with a verdict (crash/oom, timeout, output_tampering); only that job is 
 
 from __future__ import annotations
 
-import itertools
+import contextlib
 import os
+import secrets
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import weakref
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +25,7 @@ from kernel_gym.eval.errors import trim
 from kernel_gym.judge import builds as builds_service
 from kernel_gym.judge import spawner
 from kernel_gym.judge.spawner import ROOT_PREFIX
-from kernel_gym.sandbox import limits
+from kernel_gym.sandbox import isolation, limits
 from kernel_gym.sandbox.channel import Channel, ChannelClosed, ChannelTimeout, socketpair
 
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
@@ -30,6 +35,41 @@ MAX_BUILDS = 16  # load_inline builds one request may ask the judge for (judge/b
 REPLY_KEYS = frozenset({"id", "error", "internal_error", "launches", "stray_threads", "stray_name", "harness", "names",
                         "structure", "lazy", "copied", "ops", "profile", "threads_started", "leftover_threads",
                         "state", "calls", "c_ms", "signals", "limits", "probe", "marks"})
+
+
+_CANDIDATES: weakref.WeakSet[RunnerProcess] = weakref.WeakSet()  # this judge's candidate runners
+_STOP_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def others_stopped(keep: tuple[RunnerProcess, ...]) -> Iterator[None]:
+    """While one job is timed: every other candidate runner of this judge is stopped (SIGSTOP to its process group;
+    SIGCONT after). Runners that hold a share of the GPU are past already (the timer waited for them); this stops
+    the others: idle ones, those loading or constructing a model, and those in a compile segment, whose GPU work
+    (work at import, or a compile segment the solution forged to run kernels holding no share) would otherwise run
+    beside the timed calls. A runner had finished its GPU work before it let its share go (eval/phases.py), so a
+    stopped one has none running. The time stopped is added to its requests' limits."""
+    with _STOP_LOCK:
+        others = [r for r in list(_CANDIDATES) if r not in keep and r.alive]
+        t0 = time.monotonic()
+        stopped = []
+        for r in others:
+            try:
+                os.killpg(r.pid, signal.SIGSTOP)
+                stopped.append(r)
+            except (ProcessLookupError, PermissionError):
+                pass
+    try:
+        yield
+    finally:
+        with _STOP_LOCK:
+            spent = time.monotonic() - t0
+            for r in stopped:
+                try:
+                    os.killpg(r.pid, signal.SIGCONT)
+                except (ProcessLookupError, PermissionError):
+                    pass
+                r.stopped_s += spent
 
 
 class RunnerFailure(Exception):
@@ -51,8 +91,6 @@ def _signal_name(rc: int) -> str:
 class RunnerProcess:
     """One runner. Not thread-safe: one job at a time uses it."""
 
-    _ids = itertools.count(1)
-
     def __init__(self, device: str, gpu: int | None = None, memory_limit_gb: float | None = None,
                  role: str = "candidate"):
         self.device, self.gpu, self.role = device, gpu, role
@@ -71,8 +109,13 @@ class RunnerProcess:
         self.dead = False
         self.events: tuple | None = None  # cuda: the judge's "go" and "done" interprocess events for it
         self.limits: list[str] = []  # what confined it (its first job's `begin` says)
+        self.isolation: dict[str, Any] = {}  # its uid, capabilities, namespaces, as the judge saw them then
         self.builds = role == "candidate"  # its load_inline calls are built by the judge's build service
         self.build_ms = 0.0
+        self.budget: Any = None  # the job's Budget while a job uses this runner (judge/budget.py)
+        self.stopped_s = 0.0  # time it spent stopped while another job was timed (never counted against it)
+        if role == "candidate":
+            _CANDIDATES.add(self)
 
     @property
     def pid(self) -> int:
@@ -123,33 +166,53 @@ class RunnerProcess:
     def request(self, op: str, *, deadline: float, stage: str, fds: list[int] | tuple[int, ...] = (),
                 **fields: Any) -> dict[str, Any]:
         """Send one request and return the runner's reply (evidence, or an `error` the caller judges). Time spent
-        waiting for a fresh runner to start does not count against the request's deadline."""
+        waiting for a fresh runner to start does not count against the request's deadline. `deadline` is the
+        request's run limit; the runner's compile segments in between are under the job's compile budget
+        (judge/budget.py), and the run limit starts again after each."""
         t0 = time.monotonic()
         self.wait_ready()
         deadline += time.monotonic() - t0
-        rid = next(self._ids)
+        limit = deadline - time.monotonic()
+        rid = secrets.randbits(53)  # a nonce: no reply can be written before its request exists
         message = {"op": op, "id": rid, "stage": stage, **fields}
         if fds:
             message["nfds"] = len(fds)
+        budget = self.budget
         try:
+            self._nothing_pending()
             self.channel.send(message, fds)
-            reply = self.channel.receive(deadline)
+            reply, deadline = self._receive(deadline)
             builds = 0
-            while set(reply) == {"id", "build"} and reply["id"] == rid and self.builds and builds < MAX_BUILDS:
-                builds += 1  # a load_inline of the candidate's, asked in the middle of this request
-                t_build = time.monotonic()
-                answer = builds_service.build(reply["build"], self.device, deadline)
-                self.build_ms += (time.monotonic() - t_build) * 1e3
-                self.channel.send({"id": rid, "built": answer})
-                reply = self.channel.receive(deadline)
+            while reply.get("id") == rid and (set(reply) == {"id", "phase"} or (
+                    set(reply) == {"id", "build"} and self.builds and builds < MAX_BUILDS)):
+                if "build" in reply:  # a load_inline of the candidate's, asked in the middle of this request
+                    builds += 1
+                    t_build = time.monotonic()
+                    build_deadline = budget.begin_compile() if budget is not None else deadline
+                    answer = builds_service.build(reply["build"], self.device, build_deadline)
+                    self.build_ms += (time.monotonic() - t_build) * 1e3
+                    deadline = self._resume(budget, limit, deadline)
+                    self.channel.send({"id": rid, "built": answer})
+                elif reply["phase"] == "compile":
+                    deadline = budget.begin_compile() if budget is not None else deadline
+                elif reply["phase"] == "run":
+                    deadline = self._resume(budget, limit, deadline)
+                    self.channel.send({"id": rid, "resume": True})
+                else:
+                    break
+                reply, deadline = self._receive(deadline)
         except ChannelTimeout:
+            compiling = budget is not None and budget.in_compile
             self.kill()
-            raise RunnerFailure("timeout", stage) from None
+            raise RunnerFailure("timeout", "compile" if compiling else op) from None
         except (ChannelClosed, BrokenPipeError, ConnectionResetError, OSError):
             raise RunnerFailure(*self._death(stage)) from None
         except ValueError as e:
             self.kill()
             raise RunnerFailure("tampered", str(e)) from None
+        finally:
+            if budget is not None and budget.in_compile:  # (a segment the runner never closed: the share back)
+                budget.end_compile()
         self.channel.drop_fds()
         if reply.get("id") != rid or not set(reply) <= REPLY_KEYS:
             self.kill()
@@ -159,7 +222,43 @@ class RunnerProcess:
         if "internal_error" in reply:
             self.kill()
             raise SandboxError("the evaluation harness failed (not the solution):\n" + str(reply["internal_error"]))
+        if op == "begin" and not self.isolation:  # confined just now, before any job's code: what is in force
+            self.limits = [str(p) for p in reply.get("limits") or []]
+            self.isolation = isolation.record(self.role, self.pid, self.limits)
         return reply
+
+    def _receive(self, deadline: float) -> tuple[dict[str, Any], float]:
+        """The next message by `deadline`, moved by any time the runner spent stopped while another job was timed."""
+        while True:
+            stopped = self.stopped_s
+            try:
+                return self.channel.receive(deadline), deadline
+            except ChannelTimeout:
+                if self.stopped_s == stopped:
+                    raise
+                deadline += self.stopped_s - stopped
+
+    @staticmethod
+    def _resume(budget: Any, limit: float, deadline: float) -> float:
+        """A compile segment ended: the request's run limit starts again (after taking the GPU share back)."""
+        if budget is None:
+            return max(deadline, time.monotonic() + limit)
+        budget.end_compile()
+        return budget.run_deadline_after(limit)
+
+    def _nothing_pending(self) -> None:
+        """Bytes on the channel before a request is sent were written ahead of it: tampering (a reply queued for a
+        request to come). A closed channel is the runner's death, found by the send or the receive."""
+        if self.channel.buffer:
+            raise ValueError("bytes arrived on the runner's channel before the judge's request")
+        try:
+            peek = self.channel.sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            return
+        if peek:
+            raise ValueError("bytes arrived on the runner's channel before the judge's request")
 
     def _death(self, stage: str) -> tuple[str, str]:
         try:
@@ -204,14 +303,20 @@ class RunnerProcess:
                 pass
         self.kill()
 
-    def kill(self) -> None:
+    def kill_now(self) -> None:
+        """SIGKILL to the runner and every process it started (first those in sessions of their own, which no
+        process group has), without waiting: nothing of it runs candidate code any more when this returns. Safe from
+        another thread than the job's (the job's channel sees the runner's end)."""
         self.dead = True
-        if self.proc.poll() is None:  # what its jobs started in sessions of their own first (no process group has them)
+        if self.proc.poll() is None:
             limits.kill_descendants(self.proc.pid)
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)  # the runner and everything in its process group
         except (ProcessLookupError, PermissionError):
             pass
+
+    def kill(self) -> None:
+        self.kill_now()
         try:
             self.proc.wait(timeout=10)
         except Exception:  # noqa: BLE001 - TimeoutExpired; at interpreter exit the subprocess module may be gone

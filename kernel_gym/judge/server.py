@@ -32,6 +32,7 @@ from typing import Any
 
 from kernel_gym.judge import builds
 from kernel_gym.paths import unix_address
+from kernel_gym.sandbox import isolation
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,27 @@ class Request:
     job: dict[str, Any]
     conn: Connection
     queued_at: float = field(default_factory=time.monotonic)
+
+
+@dataclass
+class Running:
+    """A job on a slot: its client, when it started, its limit, and how to end it early."""
+
+    client: int
+    started: float
+    limit_s: float
+    cancel: Any = field(default_factory=lambda: _cancel())
+
+
+def _cancel() -> Any:
+    from kernel_gym.judge.faults import Cancel
+
+    return Cancel()
+
+
+# A running job's outer limit beyond its own (compile budget + run limit + loading and constructing, twice: the
+# second shape): the watchdog's, which ends a job its own limits failed to end (a bug of ours, never the normal way).
+WATCHDOG_SLACK_S = 60.0
 
 
 class FairQueue:
@@ -120,6 +142,10 @@ class JudgeServer:
         self.queue = FairQueue()
         self.lock = threading.Lock()
         self.clients: dict[int, Connection] = {}
+        self.inflight: dict[int, Running] = {}  # running jobs by a key of their own
+        self.next_job = 0
+        self.cancelled = 0  # running jobs ended because their client went away
+        self.overdue = 0  # running jobs the watchdog ended (past their outer limit)
         self.next_client = 0
         self.running = 0
         self.done = 0
@@ -150,8 +176,12 @@ class JudgeServer:
         os.chmod(self.socket_path, 0o600)  # this user's clients only
         listener.listen(64)
         listener.settimeout(1.0)
+        from kernel_gym.judge.peers import PeerGate
+
+        self.peer_gate = PeerGate()  # who may connect: the judge's own uid, none of its own processes (runners)
         for i in range(self.slots):
             threading.Thread(target=self._dispatch, daemon=True, name=f"judge-slot-{i}").start()
+        threading.Thread(target=self._watchdog, daemon=True, name="judge-watchdog").start()
         log.info("judge on %s (%s, %d slots) at %s", self.device, self.gpu, self.slots, self.socket_path)
         try:
             while not self.stopping.is_set():
@@ -161,6 +191,8 @@ class JudgeServer:
                     if self._idle():
                         break
                     self._release_if_idle()
+                    continue
+                if not self.peer_gate.admit(sock):  # refused: told why, closed, logged and counted
                     continue
                 with self.lock:
                     client = self.next_client
@@ -228,6 +260,10 @@ class JudgeServer:
                 self.clients.pop(conn.client, None)
                 self.dropped += dropped
                 self.last_activity = time.monotonic()
+                running = [r for r in self.inflight.values() if r.client == conn.client]
+                self.cancelled += len(running)
+            for r in running:  # nobody waits for these answers: their runners are killed now, not at their limits
+                r.cancel.cancel("its client went away")
             try:
                 conn.sock.close()
             except OSError:
@@ -257,14 +293,22 @@ class JudgeServer:
                 self.running += 1
                 self.holding = True
                 self.waits.append(wait)
+                key = self.next_job
+                self.next_job += 1
             try:
                 job = EvalJob.from_dict(request.job)
-                result = self.pool.evaluate(job)
+                running = Running(request.client, time.monotonic(), outer_limit_s(job))
+                with self.lock:
+                    self.inflight[key] = running
+                if not request.conn.open:  # (its client left between the two checks)
+                    running.cancel.cancel("its client went away")
+                result = self.pool.evaluate(job, cancel=running.cancel)
             except Exception as e:  # noqa: BLE001 - a bad job or our own failure: an answer, never a hang
                 log.exception("judge: a job failed")
                 result = EvalResult(outcome=Outcome.CRASH, message=judge_failure_message(e), infra_failure=True)
             result = result.replace(stage_ms={**result.stage_ms, "judge_queue_wait": round(wait * 1e3, 3)})
             with self.lock:
+                self.inflight.pop(key, None)
                 self.running -= 1
                 self.last_job_end = time.monotonic()
                 self.done += 1
@@ -274,6 +318,22 @@ class JudgeServer:
                     self.alone_waits.append(result.stage_ms["alone_wait"] / 1e3)
                 self.last_activity = time.monotonic()
             request.conn.send({"id": request.rid, "result": result.to_dict()})
+            if self.pool.context_stuck:  # its own GPU work would hang every later job: a fresh judge takes over
+                log.critical("judge: its GPU context is stuck (%s); exiting so that clients start another",
+                             self.pool.gpu_fault)
+                os._exit(3)
+
+    def _watchdog(self) -> None:
+        """Once a second: a running job past its outer limit is ended (its runner killed), so no job runs past its
+        limit whatever went wrong in the judge; `status` shows every running job's age and limit."""
+        while not self.stopping.wait(1.0):
+            now = time.monotonic()
+            with self.lock:
+                late = [r for r in self.inflight.values() if now - r.started > r.limit_s and r.cancel.reason is None]
+                self.overdue += len(late)
+            for r in late:
+                log.error("judge: a job ran past its outer limit (%.0f s); ending it", r.limit_s)
+                r.cancel.cancel(f"it ran past its outer limit of {r.limit_s:.0f} s")
 
     def status(self) -> dict[str, Any]:
         def stats(xs: collections.deque[float]) -> dict[str, float]:
@@ -289,11 +349,26 @@ class JudgeServer:
                     "clients": len(self.clients), "queued": sum(self.queue.depth().values()),
                     "queued_by_client": {str(k): v for k, v in self.queue.depth().items()},
                     "running": self.running, "done": self.done, "dropped": self.dropped,
+                    "running_jobs": [{"client": r.client, "age_s": round(time.monotonic() - r.started, 1),
+                                      "limit_s": round(r.limit_s, 1), "ending": r.cancel.reason}
+                                     for r in self.inflight.values()],
+                    "cancelled": self.cancelled, "overdue": self.overdue, "gpu_fault": self.pool.gpu_fault,
+                    "runner_pids": self.pool.runner_pids(),
                     "done_by_client": {str(k): v for k, v in self.per_client_done.items()},
                     "queue_wait": stats(self.waits), "timing_lock_wait": stats(self.timing_waits),
                     "alone_wait": stats(self.alone_waits), "alone_waiting": self.pool.alone_waiting,
                     "idle_releases": self.idle_releases, "gpu_reserved_mb": self.pool.reserved_mb(),
-                    "spare_builders": builds.SPARES.waiting()}
+                    "spare_builders": builds.SPARES.waiting(),
+                    "isolation": isolation.summary(),  # runners' uid, capabilities, namespaces; "weak" if short
+                    "refused_peers": getattr(getattr(self, "peer_gate", None), "refused", 0)}
+
+
+def outer_limit_s(job: Any) -> float:
+    """The longest a job can run by its own limits: its compile budget, its run limit, loading and constructing
+    (both shapes), and the watchdog's slack."""
+    from kernel_gym.judge.budget import SETUP_LIMIT_S
+
+    return job.config.compile_timeout_s + job.config.run_timeout_s + 6 * SETUP_LIMIT_S + WATCHDOG_SLACK_S
 
 
 def judge_failure_message(exc: BaseException) -> str:

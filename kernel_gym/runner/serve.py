@@ -47,11 +47,17 @@ def _initialize(device: str, root: Path) -> Any:
     from kernel_gym.eval.integrity import Snapshot, pin_precision
 
     launches.install_triton_hooks()
+    from kernel_gym.eval import phases
+
+    phases.install_triton()  # Triton's compiles are compile segments (eval/phases.py)
     cuda.install(device)
     from kernel_gym import cuda_raw
 
     cuda_raw.TARGET_DEVICE = device  # raw-CUDA kernels launch only in a cuda runner
     pin_precision(device)
+    from kernel_gym.sandbox import shared
+
+    shared.install_view_guards()  # numpy/DLPack of the judge's tensors (acting in candidates' runners only)
     if device == "cuda":
         torch.cuda.init()
         torch.empty(1, device="cuda").add_(1)
@@ -97,10 +103,14 @@ def handle(session: Any, request: dict[str, Any]) -> dict[str, Any]:
 
 
 def serve(fd: int, device: str, root: Path, memory_limit_gb: float | None, role: str = "candidate") -> None:
-    from kernel_gym.sandbox import limits
+    from kernel_gym.sandbox import isolation, limits
+
+    # first, while root and single-threaded (a fresh interpreter, or a child of the fork server): what the runner's
+    # uid must reach after the drop at its confinement, in a mount namespace of its own (sandbox/isolation.py)
+    early = isolation.prepare(role)
     from kernel_gym.sandbox.channel import Channel, ChannelClosed
 
-    applied = limits.apply(device, memory_limit_gb)
+    applied = early + limits.apply(device, memory_limit_gb)
     (root / "pid").write_text(str(os.getpid()))  # lets a later pool sweep this folder if the runner dies
     _redirect_output(root)
     t0 = time.perf_counter()
@@ -114,9 +124,19 @@ def serve(fd: int, device: str, root: Path, memory_limit_gb: float | None, role:
             raise RuntimeError("the judge answered a build request with something else")
         return answer["built"]
 
-    from kernel_gym.eval import cuda
+    def tell_phase(phase: str) -> None:
+        """A compile segment starts ("compile") or ends ("run": the judge answers once the job may use the GPU
+        again), in the middle of the request in flight (eval/phases.py)."""
+        channel.send({"id": in_flight.get("id"), "phase": phase})
+        if phase == "run":
+            answer = channel.receive(deadline=None)
+            if answer.get("id") != in_flight.get("id") or answer.get("resume") is not True:
+                raise RuntimeError("the judge answered the end of a compile segment with something else")
+
+    from kernel_gym.eval import cuda, phases
 
     cuda.BUILD_SERVICE = ask_for_build  # before the snapshot: a solution that swaps it is harness tampering
+    phases.TELL = tell_phase
     snapshot = _initialize(device, root)
     from kernel_gym.runner.session import Session
 
@@ -136,6 +156,10 @@ def serve(fd: int, device: str, root: Path, memory_limit_gb: float | None, role:
             # confined before the first job's code exists, after what it keeps open (the channel, the log, CUDA,
             # the judge's interprocess events: the "events" request comes first)
             confined = limits.confine(root, device, role)
+            if role == "candidate":
+                from kernel_gym.sandbox import shared
+
+                shared.refuse_views()
         os.chdir(session.workdir or home)
         in_flight["id"] = request.get("id")
         try:

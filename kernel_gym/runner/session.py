@@ -25,6 +25,7 @@ from kernel_gym.eval import cuda, integrity, launches, loading
 from kernel_gym.eval.errors import classify, describe_failure, trim
 from kernel_gym.eval.integrity import Snapshot
 from kernel_gym.eval.timing import gated_streams, hold_new_streams
+from kernel_gym.sandbox import limits
 from kernel_gym.sandbox.shared import Attached, dtype_name
 
 PROBE = bool(os.environ.get("KERNEL_GYM_RUNNER_PROBE"))  # benchmarks only: see Session.probe
@@ -75,7 +76,9 @@ class Session:
     # ---- job lifecycle -------------------------------------------------------------------------------------------
     def begin(self) -> dict[str, Any]:
         self.workdir = Path(tempfile.mkdtemp(prefix="job_", dir=self.root))
-        os.environ["TORCH_EXTENSIONS_DIR"] = str(self.workdir / "extensions")
+        # every library cache, HOME and TMPDIR: this job's own (limits.job_environment; serve.py works in its folder)
+        os.environ.update(limits.job_environment(self.workdir))
+        tempfile.tempdir = None
         cuda_raw.CACHE_ROOT = self.workdir / "cuda_raw"  # NVRTC's cubins: this job's own (no shared cache)
         cuda_raw._MEMO.clear()  # noqa: SLF001 - nothing compiled in an earlier job of this runner is reused
         cuda.KERNEL_NAMES.clear()  # the kernels this job's extensions define (evidence of this job only)
@@ -135,14 +138,17 @@ class Session:
         started = [t for t in threading.enumerate() if t not in threads and t.is_alive()]
         return {"threads_started": len(started), "harness": self.snapshot.changes()}
 
-    def build(self, name: str, module: str, cls: str, init: list[Any], seed: int) -> dict[str, Any]:
+    def build(self, name: str, module: str, cls: str, init: list[Any], seed: int,
+              dtype: str | None = None) -> dict[str, Any]:
         """Construct `cls` of a loaded module right after seeding (KernelBench's convention: Model and ModelNew get
-        the same weights)."""
+        the same weights). `dtype="float64"`: then cast to float64 (the judge's oracle, judge/oracle.py)."""
         threads = set(threading.enumerate())
         torch.manual_seed(seed)
         model = getattr(self.modules[module], cls)(*init)
         if not isinstance(model, torch.nn.Module):
             raise Refusal("runtime_error", f"{cls} must be a torch.nn.Module subclass")
+        if dtype == "float64":
+            model = model.double()
         self.models[name] = model.to(self.device).eval()
         started = [t for t in threading.enumerate() if t not in threads and t.is_alive()]
         return {"threads_started": len(started), "harness": self.snapshot.changes()}
@@ -179,6 +185,7 @@ class Session:
     def call(self, model: str, inputs: list[Any], slot_in: str, slot_out: str | None, *, timed: bool = False,
              audit: bool = False, ablate: bool = False, profile: bool = False, poison: int = 0,
              own_names: list[str] | None = None, exclude_library_gemm: bool = False,
+             exclude_kernels: list[str] | None = None,
              record: bool = False, gate: bool = False) -> dict[str, Any]:
         """Call a model once on the judge's inputs and copy its outputs into the judge's buffers. `record`: keep
         the Triton launches' configurations (the first call; for the resource signals)."""
@@ -197,7 +204,8 @@ class Session:
         try:
             with torch.no_grad(), (collect.record_launches() if record else contextlib.nullcontext()) as seen:
                 self._run(fn, args, timed=timed, audit=audit, profile=profile, own_names=own_names or [],
-                                exclude_library_gemm=exclude_library_gemm, evidence=evidence, slot_out=slot_out, gate=gate)
+                                exclude_library_gemm=exclude_library_gemm, evidence=evidence, slot_out=slot_out, gate=gate,
+                                exclude_kernels=exclude_kernels or [])
         finally:
             launches.STATE.ablate = False
         if record and seen is not None:
@@ -216,7 +224,8 @@ class Session:
         return evidence
 
     def _run(self, fn: Any, args: list[Any], *, timed: bool, audit: bool, profile: bool, own_names: list[str],
-             exclude_library_gemm: bool, evidence: dict[str, Any], slot_out: str | None, gate: bool) -> None:
+             exclude_library_gemm: bool, evidence: dict[str, Any], slot_out: str | None, gate: bool,
+             exclude_kernels: list[str] = ()) -> None:
         cuda_dev = self.device.type == "cuda"
         gc_was_enabled = gc.isenabled()
         if timed:  # no collection pause inside a timed call (as timeit does; the judge collects before timing)
@@ -249,7 +258,7 @@ class Session:
             plain = run
 
             def run() -> Any:
-                out, ops = run_audit(plain)
+                out, ops = run_audit(plain, args)  # (forward's inputs: a reduction of one is no final step)
                 evidence["ops"] = ops
                 return out
 
@@ -259,7 +268,8 @@ class Session:
 
                 box: list[Any] = []
                 prof = profile_call(lambda: box.append(run()), set(own_names),
-                                    exclude_library_gemm=exclude_library_gemm, gated=gated)
+                                    exclude_library_gemm=exclude_library_gemm, gated=gated,
+                                    exclude=exclude_kernels)  # (the library policy's allowed kernels: eval/profile.py)
                 out = box[0]
                 evidence["profile"] = {"share": prof.share, "total_ms": prof.total_ms, "top": list(prof.top),
                                        "ungated": list(prof.ungated), "stream_check_skipped": prof.skipped}

@@ -11,11 +11,13 @@ into `ConfinementError`. The return value names the pieces that took effect.
 | (with `landlock_fs`) | no ptrace, `/proc/<pid>/mem`, `/proc/<pid>/fd`, `process_vm_*` of any process outside the domain | Landlock's ptrace rule (part of every domain) | as `landlock_fs` |
 | `landlock_net` | no TCP bind or connect | Landlock `handled_access_net` with no port allowed | ABI 4 (Linux ≥ 6.7) |
 | `landlock_proc` | no reading of another process's `/proc/<pid>` files (`environ`, `cmdline`, `maps`, ...): every file outside `/proc` stays readable, and in `/proc` the system's files (`cpuinfo`, `meminfo`, `sys/`, `driver/`, ...) and the process's own folder | a second Landlock layer that handles file reads and grants them beneath every top-level entry but `/proc`, every `/proc` entry that is not a pid, and `/proc/<own pid>`; listing folders stays allowed everywhere | as `landlock_fs`; opt-in (`proc=True`): the process's children read their own `/proc/self` files only where they are its threads |
+| `landlock_read` | reads (files, folder listings) and execution only beneath `workdir`, `writable`, the `devices` and `readable` (a compile check's or build process's toolchain, Python install and own folder): no `/proc`, no home, no other job | a further Landlock layer that handles read, list and execute rights and grants them only there | as `landlock_fs`; opt-in (`readable=[...]`) |
 | `landlock_scope` | no signal to, no abstract-unix-socket connect to, any process outside the domain (the judge, other runners) | Landlock `scoped` | ABI 6 (Linux ≥ 6.12) |
 | `landlock_all_threads` | the Landlock domain covers every thread, not only the caller | single-threaded at the call, or `LANDLOCK_RESTRICT_SELF_TSYNC` | ABI 8 for TSYNC; else only if no other thread exists |
-| `seccomp` | `EPERM` for ptrace, process_vm_readv/writev, pidfd_open/getfd, kcmp, bpf, userfaultfd, perf_event_open, io_uring, keyrings, (u)mount and the new mount API, pivot_root, chroot, setns, unshare, clone with namespace flags, modules, kexec, reboot, swap, clock setting, syslog, handle-based open; `socket()` of any family but AF_UNIX (`network=False`); `ENOSYS` for clone3 (libc falls back to clone, whose flags can be checked); foreign-ABI syscalls (x32, i386) | classic BPF on `seccomp_data`, x86_64 and aarch64 numbers | Linux ≥ 3.17 (TSYNC), x86_64 and aarch64 |
+| `seccomp` | `EPERM` for ptrace, process_vm_readv/writev, pidfd_open/getfd, kcmp, bpf, userfaultfd, perf_event_open, io_uring, keyrings, (u)mount and the new mount API, pivot_root, chroot, setns, unshare, clone with namespace flags, modules, kexec, reboot, swap, clock setting, syslog, handle-based open; on any pid but the caller's own (0 or its pid; a thread naming itself by its tid is refused too): sched_setattr/setscheduler/setparam/setaffinity, setpriority and ioprio_set (of a process only: no group, no user), prlimit64, migrate_pages, move_pages, get_robust_list; `kill(-1)`; `socket()` of every family, AF_UNIX included (`network=False`: a runner's channel is an inherited socketpair, and `socketpair()` stays; a pathname socket such as a judge's is reached by `connect()` alone, which Landlock does not handle); `ENOSYS` for clone3 (libc falls back to clone, whose flags can be checked); foreign-ABI syscalls (x32, i386) | classic BPF on `seccomp_data`, x86_64 and aarch64 numbers | Linux ≥ 3.17 (TSYNC), x86_64 and aarch64 |
 | `seccomp_all_threads` | the filter covers every thread (torch starts threads at import) | `SECCOMP_FILTER_FLAG_TSYNC` | Linux ≥ 3.17 |
-| `uid:N` | runs as uid/gid N (65534 by default) with no supplementary groups and no capabilities: the kernel then denies ptrace, `/proc/<pid>/mem`, `/proc/<pid>/fd`, signals and file writes towards root's processes and files | chown -R `workdir` to N, `setgroups([])`, `setresgid`, `setresuid` (glibc applies them to every thread) | only when started as root |
+| `uid:N` | runs as uid/gid N (by default one of its own: $KERNEL_GYM_RUNNER_UID_BASE + pid) with only `groups` and no capabilities: the kernel then denies ptrace, `/proc/<pid>/mem`, `/proc/<pid>/fd`, signals and file writes towards root's and every other uid's processes and files | chown -R `workdir` to N, `setgroups(groups)`, `setresgid`, `setresuid` (glibc applies them to every thread) | only when started as root, and where N can read the interpreter (`isolation.prepare` makes it so) |
+| `no_capabilities` | CapEff is 0 after the uid drop (checked, not assumed) | the kernel clears them on setresuid from root | with `uid:N` |
 
 Not set on purpose: `PR_SET_DUMPABLE` 0 (a judge that is not root could no longer read the runner's /proc). Note that
 the kernel itself marks a process non-dumpable when its uid changes (`fs.suid_dumpable`, 0 by default): after the uid
@@ -39,10 +41,12 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-DEFAULT_UID = 65534
+DEFAULT_UID = 65534  # KERNEL_GYM_RUNNER_UID=65534: the old shared uid
 UID_VARIABLE = "KERNEL_GYM_RUNNER_UID"
+UID_BASE_VARIABLE, DEFAULT_UID_BASE = "KERNEL_GYM_RUNNER_UID_BASE", 200000  # own uids: base + pid
 
 PR_SET_NO_NEW_PRIVS = 38
+PR_SET_PDEATHSIG, PR_GET_PDEATHSIG = 1, 2
 PR_SET_SECCOMP = 22
 
 # Landlock (include/uapi/linux/landlock.h); its three syscalls have the same numbers on every architecture.
@@ -163,27 +167,42 @@ def _proc_read_grants(pid: int) -> list[Path]:
     return [p for p in (*grants, Path("/proc", str(pid))) if p.exists()]  # (a dangling top-level link: nothing to read)
 
 
-def _landlock_proc(applied: list[str], reasons: dict[str, str]) -> None:
-    """A second Landlock layer (layers add up: an access must pass each): file reads handled, granted by
-    `_proc_read_grants`; folder listing granted everywhere, and so is moving a file to another folder (REFER, which
-    every layer denies unless a rule grants it: the first layer decides where)."""
+def _extra_layer(name: str, handled: int, rules: Sequence[tuple[Path, int]], applied: list[str],
+                 reasons: dict[str, str]) -> None:
+    """A further Landlock layer `name` (layers add up: an access must pass each) handling `handled` and granting
+    each (path, rights) of `rules`; moving a file to another folder (REFER, which every layer denies unless a rule
+    grants it) is granted everywhere: the first layer decides where."""
     refer = FS_REFER if landlock_abi() >= 2 else 0
-    attr = _RulesetAttr(handled_access_fs=FS_READ_FILE | FS_READ_DIR | refer)
+    attr = _RulesetAttr(handled_access_fs=handled | refer)
     ruleset = _syscall(SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(8), ctypes.c_uint32(0))
     if ruleset < 0:
-        reasons["landlock_proc"] = f"landlock_create_ruleset: {_strerror(-ruleset)}"
+        reasons[name] = f"landlock_create_ruleset: {_strerror(-ruleset)}"
         return
     try:
-        _add_rule(ruleset, Path("/"), FS_READ_DIR | refer)
-        for path in _proc_read_grants(os.getpid()):
-            _add_rule(ruleset, path, FS_READ_FILE | FS_READ_DIR)
+        if refer:
+            _add_rule(ruleset, Path("/"), refer)
+        for path, rights in rules:
+            _add_rule(ruleset, path, rights)
         result, _, _ = _restrict_self(ruleset, landlock_abi(), reasons)
         if result < 0:
-            reasons["landlock_proc"] = f"landlock_restrict_self: {_strerror(-result)}"
+            reasons[name] = f"landlock_restrict_self: {_strerror(-result)}"
             return
     finally:
         os.close(ruleset)
-    applied.append("landlock_proc")
+    applied.append(name)
+
+
+def _landlock_proc(applied: list[str], reasons: dict[str, str]) -> None:
+    """`landlock_proc`: file reads handled, granted by `_proc_read_grants`; folder listing granted everywhere."""
+    rules = [(Path("/"), FS_READ_DIR)] + [(p, FS_READ_FILE | FS_READ_DIR) for p in _proc_read_grants(os.getpid())]
+    _extra_layer("landlock_proc", FS_READ_FILE | FS_READ_DIR, rules, applied, reasons)
+
+
+def _landlock_read(grants: Sequence[Path], applied: list[str], reasons: dict[str, str]) -> None:
+    """`landlock_read`: reading files, listing folders and executing are handled and granted only beneath
+    `grants`."""
+    rights = FS_READ_FILE | FS_READ_DIR | FS_EXECUTE
+    _extra_layer("landlock_read", rights, [(p, rights) for p in dict.fromkeys(grants) if p.exists()], applied, reasons)
 
 
 def _write_rights(abi: int) -> int:
@@ -289,6 +308,7 @@ SECCOMP_RET_ERRNO = 0x00050000
 AF_UNIX = 1
 # clone(2) flags that make new namespaces (CLONE_NEWTIME shares its bit with the exit signal in clone, not clone3).
 CLONE_NAMESPACE_FLAGS = 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000 | 0x00020000
+PRIO_PROCESS, IOPRIO_WHO_PROCESS = 0, 1
 
 # Syscall numbers from the kernel's UAPI headers (asm/unistd_64.h for x86_64, asm-generic/unistd.h for aarch64).
 _DENIED = {  # name: (x86_64, aarch64); None where the architecture has no such call
@@ -309,30 +329,56 @@ _DENIED = {  # name: (x86_64, aarch64); None where the architecture has no such 
     "open_by_handle_at": (304, 265), "name_to_handle_at": (303, 264), "lookup_dcookie": (212, 18),
     "iopl": (172, None), "ioperm": (173, None),
 }
+# Calls that act on another process named by its pid: allowed only on the caller itself (the pid 0, or the pid of the
+# process that built the filter). name: ((x86_64, aarch64), the argument holding the pid, (argument, value) it must
+# have first or None). Each changes how fast or how long another process runs (the reference's runner under
+# SCHED_DEADLINE, a nice of 19, one CPU, an rlimit, idle I/O, its pages moved to a far NUMA node) or reads its state.
+_OWN_PID_ONLY = {
+    "sched_setparam": ((142, 118), 0, None), "sched_setscheduler": ((144, 119), 0, None),
+    "sched_setaffinity": ((203, 122), 0, None), "sched_setattr": ((314, 274), 0, None),
+    "prlimit64": ((302, 261), 0, None), "migrate_pages": ((256, 238), 0, None), "move_pages": ((279, 239), 0, None),
+    "get_robust_list": ((274, 100), 0, None),
+    "setpriority": ((141, 140), 1, (0, PRIO_PROCESS)),  # not PRIO_PGRP / PRIO_USER (every process of a uid)
+    "ioprio_set": ((251, 30), 1, (0, IOPRIO_WHO_PROCESS)),  # not IOPRIO_WHO_PGRP / IOPRIO_WHO_USER
+}
+_KILL = {"x86_64": 62, "aarch64": 129}  # kill(-1, sig): every process the caller may signal
 _SOCKET, _CLONE, _CLONE3 = {"x86_64": 41, "aarch64": 198}, {"x86_64": 56, "aarch64": 220}, 435
 _SECCOMP = {"x86_64": 317, "aarch64": 277}
 _ARCHES = {"x86_64": (0, AUDIT_ARCH_X86_64), "amd64": (0, AUDIT_ARCH_X86_64),
            "aarch64": (1, AUDIT_ARCH_AARCH64), "arm64": (1, AUDIT_ARCH_AARCH64)}
+# Names `allow` takes besides those of _DENIED and _OWN_PID_ONLY (which lift the pid check).
+UNIX_SOCKETS, KILL_ALL = "socket(AF_UNIX)", "kill(-1)"
 
 # Classic BPF opcodes.
 _LD_W_ABS, _JEQ_K, _JGE_K, _JSET_K, _RET_K = 0x20, 0x15, 0x35, 0x45, 0x06
 _OFF_NR, _OFF_ARCH, _OFF_ARG0 = 0, 4, 16  # struct seccomp_data; arg0's low word on a little-endian machine
 
 
+def _arg(n: int, high: bool = False) -> int:
+    """Offset of argument n's low (or high) 32-bit word in seccomp_data (args are u64; x86_64, aarch64: little-endian)."""
+    return _OFF_ARG0 + 8 * n + (4 if high else 0)
+
+
 def denied_syscalls(network: bool = False, allow: Collection[str] = ()) -> list[str]:
-    """The names the seccomp filter answers with EPERM (socket: every family but AF_UNIX; clone: namespace flags)."""
-    return sorted(set(_DENIED) - set(allow)) + ["clone(CLONE_NEW*)"] + ([] if network else ["socket(!AF_UNIX)"])
+    """The names the seccomp filter answers with EPERM (socket: every family, AF_UNIX too unless allowed, socketpair
+    stays; clone: namespace flags; the _OWN_PID_ONLY calls on any pid but the caller's own; kill(-1))."""
+    return (sorted(set(_DENIED) - set(allow)) + ["clone(CLONE_NEW*)"]
+            + [f"{name}(other pid)" for name in _OWN_PID_ONLY if name not in allow]
+            + ([] if KILL_ALL in allow else [KILL_ALL])
+            + ([] if network else ["socket(!AF_UNIX)"] + ([] if UNIX_SOCKETS in allow else [UNIX_SOCKETS])))
 
 
-def seccomp_program(machine: str | None = None, network: bool = False,
-                    allow: Collection[str] = ()) -> list[tuple[int, int, int, int]]:
-    """The filter as (code, jt, jf, k) instructions, or ValueError for an architecture without a table."""
+def seccomp_program(machine: str | None = None, network: bool = False, allow: Collection[str] = (),
+                    pid: int | None = None) -> list[tuple[int, int, int, int]]:
+    """The filter as (code, jt, jf, k) instructions, or ValueError for an architecture without a table. `pid`: the
+    process the _OWN_PID_ONLY calls may still name (besides 0); the caller's own by default."""
     machine = (machine or platform.machine()).lower()
     if machine not in _ARCHES:
         raise ValueError(f"no syscall table for {machine}")
-    unknown = set(allow) - set(_DENIED)
+    unknown = set(allow) - set(_DENIED) - set(_OWN_PID_ONLY) - {UNIX_SOCKETS, KILL_ALL}
     if unknown:
         raise ValueError(f"not in the deny list: {sorted(unknown)}")
+    pid = os.getpid() if pid is None else pid
     column, audit_arch = _ARCHES[machine]
     arch = "x86_64" if column == 0 else "aarch64"
     eperm, enosys = SECCOMP_RET_ERRNO | errno.EPERM, SECCOMP_RET_ERRNO | errno.ENOSYS
@@ -344,18 +390,33 @@ def seccomp_program(machine: str | None = None, network: bool = False,
     for name, numbers in _DENIED.items():
         if numbers[column] is not None and name not in allow:
             code.append((_JEQ_K, "deny", None, numbers[column]))
+    own_pid_only = {name: rule for name, rule in _OWN_PID_ONLY.items() if name not in allow}
+    for name, (numbers, _, _) in own_pid_only.items():
+        code.append((_JEQ_K, f"pid:{name}", None, numbers[column]))
+    if KILL_ALL not in allow:
+        code.append((_JEQ_K, "kill", None, _KILL[arch]))
     code.append((_JEQ_K, "enosys", None, _CLONE3))
     code.append((_JEQ_K, "clone", None, _CLONE[arch]))
     if not network:
         code.append((_JEQ_K, "socket", None, _SOCKET[arch]))
     code.append((_RET_K, None, None, SECCOMP_RET_ALLOW))
-    # Argument checks; classic BPF jumps only forward, so each block ends in its own returns.
-    code += [("label", "clone"), (_LD_W_ABS, None, None, _OFF_ARG0), (_JSET_K, "deny", None, CLONE_NAMESPACE_FLAGS),
-             (_RET_K, None, None, SECCOMP_RET_ALLOW)]
-    if not network:
-        code += [("label", "socket"), (_LD_W_ABS, None, None, _OFF_ARG0), (_JEQ_K, None, "deny", AF_UNIX),
-                 (_RET_K, None, None, SECCOMP_RET_ALLOW)]
-    code += [("label", "enosys"), (_RET_K, None, None, enosys), ("label", "deny"), (_RET_K, None, None, eperm)]
+    # Argument checks; classic BPF jumps only forward, so each block ends in a jump to the returns at the end. A
+    # 64-bit argument is two 32-bit words: a pid passes only with a zero high word and a low word of 0 or `pid`.
+    for name, (_, arg, first) in own_pid_only.items():
+        code.append(("label", f"pid:{name}"))
+        if first is not None:
+            code += [(_LD_W_ABS, None, None, _arg(first[0], high=True)), (_JEQ_K, None, "deny", 0),
+                     (_LD_W_ABS, None, None, _arg(first[0])), (_JEQ_K, None, "deny", first[1])]
+        code += [(_LD_W_ABS, None, None, _arg(arg, high=True)), (_JEQ_K, None, "deny", 0),
+                 (_LD_W_ABS, None, None, _arg(arg)), (_JEQ_K, "allow", None, 0), (_JEQ_K, "allow", "deny", pid)]
+    if KILL_ALL not in allow:  # the kernel reads kill's pid as a 32-bit int: the low word alone decides
+        code += [("label", "kill"), (_LD_W_ABS, None, None, _arg(0)), (_JEQ_K, "deny", "allow", 0xFFFFFFFF)]
+    code += [("label", "clone"), (_LD_W_ABS, None, None, _OFF_ARG0), (_JSET_K, "deny", "allow", CLONE_NAMESPACE_FLAGS)]
+    if not network:  # every family but AF_UNIX; AF_UNIX too (pathname sockets: a judge's) unless allowed
+        unix = "allow" if UNIX_SOCKETS in allow else "deny"
+        code += [("label", "socket"), (_LD_W_ABS, None, None, _OFF_ARG0), (_JEQ_K, unix, "deny", AF_UNIX)]
+    code += [("label", "allow"), (_RET_K, None, None, SECCOMP_RET_ALLOW), ("label", "enosys"),
+             (_RET_K, None, None, enosys), ("label", "deny"), (_RET_K, None, None, eperm)]
     labels = {}
     program: list[tuple] = []
     for item in code:
@@ -402,22 +463,31 @@ def _seccomp(network: bool, allow: Collection[str], applied: list[str], reasons:
 # --------------------------------------------------------------------------------------------------------------- uid
 
 def runner_uid(uid: int | str | None = "auto") -> int | None:
-    """The uid `apply` drops to: `uid` itself, None to keep, or for "auto" $KERNEL_GYM_RUNNER_UID (a number, or
-    "none" to keep the current uid; 65534 when unset)."""
+    """The uid `apply` drops to: `uid` itself, None to keep, or for "auto" $KERNEL_GYM_RUNNER_UID: a number (one uid
+    shared by every runner), "none" to keep the current uid, unset or "own" a uid of this process's own,
+    $KERNEL_GYM_RUNNER_UID_BASE (200000) + its pid (`kernel_gym.sandbox.isolation`, which also gives the roles that
+    write shared caches a range of their own)."""
     if uid == "auto":
-        value = os.environ.get(UID_VARIABLE, "").strip()
-        if value.lower() == "none":
+        value = os.environ.get(UID_VARIABLE, "").strip().lower()
+        if value == "none":
             return None
-        return int(value) if value else DEFAULT_UID
+        if value in ("", "own", "auto"):
+            return int(os.environ.get(UID_BASE_VARIABLE, "") or DEFAULT_UID_BASE) + os.getpid()
+        return int(value)
     return None if uid is None else int(uid)
 
 
-def _unreachable(path: Path, uid: int, gid: int, read: bool = False) -> Path | None:
-    """The first folder on the way to `path` (itself included when `read`) that uid/gid cannot search (or list)."""
+def _unreachable(path: Path, uid: int, gid: int | Collection[int], read: bool = False) -> Path | None:
+    """The first folder on the way to `path` (itself included when `read`) that uid (with its group or groups) cannot
+    search (or list)."""
+    gids = {gid} if isinstance(gid, int) else set(gid)
     folders = list(reversed(path.parents)) + ([path] if read else [])
     for folder in folders:
-        st = os.stat(folder)
-        shift = 6 if st.st_uid == uid else 3 if st.st_gid == gid else 0
+        try:
+            st = os.stat(folder)
+        except OSError:
+            return folder
+        shift = 6 if st.st_uid == uid else 3 if st.st_gid in gids else 0
         need = (0o5 if read and folder == path else 0o1) << shift
         if st.st_mode & need != need:
             return folder
@@ -438,25 +508,51 @@ def _chown_tree(root: Path, uid: int, gid: int) -> None:
             os.lchown(os.path.join(folder, name), uid, gid)
 
 
-def _drop_uid(uid: int, workdir: Path, applied: list[str], reasons: dict[str, str]) -> None:
+def _mode(path: Path) -> str:
+    try:
+        return stat.filemode(os.stat(path).st_mode)
+    except OSError as exc:
+        return exc.strerror or "unreadable"
+
+
+def _capabilities() -> int | None:
+    """CapEff of this thread (what it may do beyond its uid's rights); None where /proc cannot tell."""
+    try:
+        for line in Path("/proc/thread-self/status").read_text().splitlines():
+            if line.startswith("CapEff:"):
+                return int(line.split()[1], 16)
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _drop_uid(uid: int, workdir: Path, applied: list[str], reasons: dict[str, str],
+              groups: Sequence[int] = ()) -> None:
     if os.geteuid() != 0:
         reasons["uid"] = f"not root (euid {os.geteuid()}): keeps its uid"
         return
     gid = uid
-    blocked = _unreachable(workdir, uid, gid)
+    gids = {gid, *groups}
+    blocked = _unreachable(workdir, uid, gids)
     if blocked is not None:
-        reasons["uid"] = (f"{blocked} cannot be searched by uid {uid} (mode {stat.filemode(os.stat(blocked).st_mode)}): "
+        reasons["uid"] = (f"{blocked} cannot be searched by uid {uid} (mode {_mode(blocked)}): "
                           "the runner could not reach its workdir; keeps root")
         return
     for folder in _interpreter_folders():
-        blocked = _unreachable(folder, uid, gid, read=True)
+        blocked = _unreachable(folder, uid, gids, read=True)
         if blocked is not None:
-            reasons["uid"] = (f"{blocked} cannot be read by uid {uid} (mode {stat.filemode(os.stat(blocked).st_mode)}),"
-                              f" so Python could not import from {folder} after the drop; keeps root")
+            reasons["uid"] = (f"{blocked} cannot be read by uid {uid} (mode {_mode(blocked)}),"
+                              f" so Python could not import from {folder} after the drop; keeps root (a mount "
+                              "namespace makes it reachable: kernel_gym.sandbox.isolation.prepare, which needs "
+                              "CAP_SYS_ADMIN)")
             return
+    # the kernel clears the parent-death signal when the credentials change (commit_creds): armed again below, or
+    # a runner would outlive its judge or fork server
+    death_signal, parent = ctypes.c_int(0), os.getppid()
+    _libc().prctl(PR_GET_PDEATHSIG, ctypes.byref(death_signal), 0, 0, 0)
     try:
         _chown_tree(workdir, uid, gid)
-        os.setgroups([])
+        os.setgroups(list(groups))
         os.setresgid(gid, gid, gid)
         os.setresuid(uid, uid, uid)
     except OSError as exc:
@@ -464,7 +560,17 @@ def _drop_uid(uid: int, workdir: Path, applied: list[str], reasons: dict[str, st
         if os.geteuid() == 0:
             return
         raise ConfinementError(f"half-dropped credentials: {exc}") from exc
+    finally:
+        if death_signal.value:
+            _libc().prctl(PR_SET_PDEATHSIG, death_signal.value, 0, 0, 0)
+            if os.getppid() != parent:  # the parent ended in between: what the signal would have done
+                os.kill(os.getpid(), death_signal.value)
     applied.append(f"uid:{uid}")
+    caps = _capabilities()  # a setresuid from root to another uid clears them (no SECBIT_KEEP_CAPS): checked
+    if caps == 0:
+        applied.append("no_capabilities")
+    else:
+        reasons["no_capabilities"] = f"CapEff {caps:#x} after the uid drop" if caps else "CapEff unreadable"
 
 
 # ------------------------------------------------------------------------------------------------------------ apply
@@ -472,17 +578,20 @@ def _drop_uid(uid: int, workdir: Path, applied: list[str], reasons: dict[str, st
 def apply(workdir: str | os.PathLike, *, writable: Sequence[str | os.PathLike] = (), uid: int | str | None = "auto",
           network: bool = False, landlock: bool = True, seccomp: bool = True, proc: bool = False,
           devices: Sequence[str] = DEFAULT_DEVICES, required: Collection[str] = (),
-          allow_syscalls: Collection[str] = (), reasons: dict[str, str] | None = None) -> list[str]:
+          allow_syscalls: Collection[str] = (), reasons: dict[str, str] | None = None,
+          groups: Sequence[int] = (), readable: Sequence[str | os.PathLike] | None = None) -> list[str]:
     """Confine the current process for good; returns the names of the pieces that took effect.
 
     workdir: the only tree (with `writable` and the `devices` globs) the process may write; chowned to the runner
-    uid when it drops root. uid: "auto" ($KERNEL_GYM_RUNNER_UID, default 65534, only as root), an int, or None to
-    keep. network: True leaves TCP and non-unix sockets alone. landlock / seccomp: False skips that piece (tests,
+    uid when it drops root. uid: "auto" ($KERNEL_GYM_RUNNER_UID, default a uid of its own, only as root), an int,
+    or None to keep; groups: its supplementary groups after the drop (none by default). network: True leaves TCP and non-unix sockets alone. landlock / seccomp: False skips that piece (tests,
     debugging). proc: True adds `landlock_proc` (no reading of other processes' /proc files; with `landlock`).
     devices: globs of device files granted write and ioctl. required: piece names ("landlock_fs",
     "seccomp", "uid", ...) whose absence raises ConfinementError after everything else was applied. allow_syscalls:
     names to take off the seccomp deny list (e.g. "perf_event_open" should a GPU profiler need it). reasons: a dict
-    that receives, for each piece not in force, why.
+    that receives, for each piece not in force, why. readable: with `landlock`, adds `landlock_read`: the process
+    may read, list and execute only beneath these, `workdir`, `writable` and the `devices` (a compile check's
+    toolchain); None leaves reads alone.
     """
     workdir = Path(workdir).resolve()
     if not workdir.is_dir():
@@ -502,7 +611,7 @@ def apply(workdir: str | os.PathLike, *, writable: Sequence[str | os.PathLike] =
         # The uid first: glibc applies it to every thread by signalling each one (before Landlock's signal scope
         # exists); the Landlock rules below are then opened as the runner uid, so it can reach what they grant.
         if target is not None:
-            _drop_uid(target, workdir, applied, reasons)
+            _drop_uid(target, workdir, applied, reasons, groups)
         else:
             reasons["uid"] = "uid=None"
         if landlock:
@@ -515,6 +624,9 @@ def apply(workdir: str | os.PathLike, *, writable: Sequence[str | os.PathLike] =
                     _landlock_proc(applied, reasons)
                 else:
                     reasons["landlock_proc"] = "proc=False"
+                if readable is not None:
+                    _landlock_read([*_grants(workdir, writable_paths, devices), *(Path(p) for p in readable)],
+                                   applied, reasons)
         else:
             reasons["landlock_fs"] = "landlock=False"
         if seccomp:

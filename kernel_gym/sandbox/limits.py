@@ -50,13 +50,21 @@ def cuda_home() -> str | None:
     return str(path.parent.parent)
 
 
+# Names of variables that hold secrets (judge/client.py keeps them out of the judge too): never passed, whatever the
+# prefix (a CUDA_..._KEY or a TRITON_..._TOKEN would pass the allowlist).
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH", re.IGNORECASE)
+
+
 def worker_environment(workdir: Path, device: str, gpu: int | None, pythonpath: str) -> dict[str, str]:
-    """An allowlist of the parent's variables plus our own; secrets (API keys, tokens) never pass."""
-    env = {k: v for k, v in os.environ.items() if k.startswith(_PASS_PREFIXES)}
+    """An allowlist of the parent's variables plus our own; secrets (API keys, tokens) never pass. Python's import
+    path never starts with the working directory (PYTHONSAFEPATH: a runner's folder, which a candidate writes, would
+    otherwise come first on the path of every later job of that runner)."""
+    env = {k: v for k, v in os.environ.items() if k.startswith(_PASS_PREFIXES) and not _SECRET_NAME.search(k)}
     inherited = os.environ.get("PYTHONPATH")
     pythonpath = os.pathsep.join([pythonpath, inherited]) if inherited else pythonpath
     env.update(HOME=str(workdir), TMPDIR=str(workdir), PYTHONPATH=pythonpath, PYTHONDONTWRITEBYTECODE="1",
-               PYTHONUNBUFFERED="1", TRITON_CACHE_DIR=str(workdir / "triton"), OMP_NUM_THREADS=env.get("OMP_NUM_THREADS", "1"))
+               PYTHONUNBUFFERED="1", PYTHONSAFEPATH="1", TRITON_CACHE_DIR=str(workdir / "triton"),
+               OMP_NUM_THREADS=env.get("OMP_NUM_THREADS", "1"))
     home = cuda_home()
     if home:
         env["CUDA_HOME"] = home
@@ -69,6 +77,17 @@ def worker_environment(workdir: Path, device: str, gpu: int | None, pythonpath: 
         if gpu is not None:
             env["CUDA_VISIBLE_DEVICES"] = str(gpu)
     return env
+
+
+def job_environment(folder: Path) -> dict[str, str]:
+    """Where a runner's libraries keep their caches and scratch files during one job: beneath the job's own folder
+    (runner/session.py sets them at the job's start, and the runner works in that folder), which is deleted at its
+    end. A runner's own folder outlives its jobs and its candidates may write it: a Triton or Inductor cache, a
+    HOME or TMPDIR there would hand the next job of that runner whatever a candidate planted (a compiled kernel
+    under the key of the next job's, a module on the import path)."""
+    return {"HOME": str(folder), "TMPDIR": str(folder), "TRITON_CACHE_DIR": str(folder / "triton"),
+            "TORCH_EXTENSIONS_DIR": str(folder / "extensions"), "TORCHINDUCTOR_CACHE_DIR": str(folder / "inductor"),
+            "XDG_CACHE_HOME": str(folder / ".cache")}
 
 
 def _libc() -> ctypes.CDLL | None:
@@ -139,20 +158,34 @@ def kill_descendants(root_pid: int) -> int:
 
 # What a process may write besides its own folder, by role: the build caches of its side ($KERNEL_GYM_CACHE/...).
 # A candidate's runner writes none: its load_inline builds are the judge's build service's (judge/builds.py), whose
-# build process writes the header caches and its staging folder; the reference's runner builds C references.
-CACHE_DIRS = {"candidate": (), "builder": ("pch", "fast_build"), "reference": ("c_reference",)}
+# build process writes only its staging folder (the judge publishes from it); the reference's runner builds C
+# references.
+CACHE_DIRS = {"candidate": (), "builder": (), "reference": ("c_reference",)}
+# What a read-confined role may read of the caches: a build process, the PCHs the judge published (eval/fast_build.py;
+# it builds a missing one in its staging folder: its compilers run with the candidate's flags, which may name any
+# output file it can write, so it writes no cache).
+CACHE_READS = {"builder": ("pch",)}
+# Roles that compile a candidate's source (a build process, the judge's compile check on cpu): they also read only the
+# toolchain, the Python install and their own folders (`landlock_read`; kernel_gym/sandbox/toolchain.py), so no
+# `#include` or `-I` reaches /proc, a home folder or another job's files.
+READ_CONFINED = frozenset({"builder", "check"})
 
 
 def confine(root: Path, device: str, role: str) -> list[str]:
     """The runner's confinement (`kernel_gym.sandbox.confine`): writes only beneath its root folder, its side's build
     caches, `$KERNEL_GYM_RUNNER_WRITABLE` (os.pathsep-separated, an operator's or a test's scratch folder) and, on
-    cuda, /dev/shm (CUDA IPC's ref-counter files); seccomp; Landlock's network and scope rights. The uid is dropped
-    (to $KERNEL_GYM_RUNNER_UID, else 65534) only where Landlock is missing, or when $KERNEL_GYM_RUNNER_UID asks for
-    it. A candidate's runner on cpu also may not read other processes' /proc files (`landlock_proc`: their
-    environments hold a client's API keys); on cuda only with KERNEL_GYM_CONFINE_PROC=1 until it is measured there
-    (CUDA's compilers run as the runner's children); =0 turns it off. Returns the names of the pieces in force."""
+    cuda, /dev/shm (CUDA IPC's ref-counter files); seccomp; Landlock's network and scope rights. As root it always
+    drops to an unprivileged uid with no capabilities (`kernel_gym.sandbox.isolation`: one of its own unless
+    $KERNEL_GYM_RUNNER_UID says otherwise; the roles that write a shared cache join its group, umask 002), after
+    `isolation.prepare` made what it needs reachable (done at the process's start by runners and build processes;
+    here for any other caller, which must then still be single-threaded). A candidate's runner on cpu also may not
+    read other processes' /proc files (`landlock_proc`: their environments hold a client's API keys); on cuda only
+    with KERNEL_GYM_CONFINE_PROC=1 until it is measured there (CUDA's compilers run as the runner's children); =0
+    turns it off. Returns the names of the pieces in force."""
     from kernel_gym.sandbox import confine as confinement
+    from kernel_gym.sandbox import isolation
 
+    early = isolation.prepare(role)  # [] where the process's start did it
     cache = cache_dir()
     writable = [cache / d for d in CACHE_DIRS.get(role, ())]
     for path in writable:
@@ -160,10 +193,19 @@ def confine(root: Path, device: str, role: str) -> list[str]:
     writable += [Path(p) for p in os.environ.get("KERNEL_GYM_RUNNER_WRITABLE", "").split(os.pathsep) if p]
     if device == "cuda" and Path("/dev/shm").is_dir():
         writable.append(Path("/dev/shm"))
-    uid = os.environ.get(confinement.UID_VARIABLE) or (None if confinement.landlock_abi() >= 1 else "auto")
-    if uid not in (None, "none"):
+    uid = isolation.target_uid(role) if os.geteuid() == 0 else None  # (not root: its uid is all it has)
+    groups = isolation.groups(role) if uid is not None else []
+    if uid is not None:
         root.chmod(0o711)
-    return confinement.apply(root, writable=writable, uid=uid, proc=confine_proc(device, role))
+        if groups:
+            os.umask(0o002)  # what it adds to a shared cache stays writable by the other writers (its group)
+    readable = None
+    if role in READ_CONFINED:
+        from kernel_gym.sandbox import toolchain
+
+        readable = toolchain.read_grants(cache / d for d in CACHE_READS.get(role, ()))
+    return early + confinement.apply(root, writable=writable, uid=uid, groups=groups, proc=confine_proc(device, role),
+                                     readable=readable)
 
 
 def confine_proc(device: str, role: str) -> bool:

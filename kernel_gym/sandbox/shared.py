@@ -6,6 +6,12 @@
   pickled rebuild arguments, judge -> runner only: a runner never sends pickle).
 
 The judge creates (`Arena`), the runner attaches (`attach`). Layout: a list of (shape, dtype) in order.
+
+In a candidate's runner on cpu the attached views refuse to become numpy or DLPack arrays (`refuse_views`): numpy
+compute on an input (`x.numpy() @ w.numpy()`) dispatches no aten op, so the op audit would not see it. That closes
+the direct routes only; a copy (`x.clone().numpy()`), `torch._C.TensorBase.numpy(x)` (a C method that cannot be
+replaced) or a pointer (`ctypes` on `data_ptr()`) still reach numpy: on the CPU backend library compute behind forged
+evidence is not seen (docs/anti-hacking.md); on cuda the profiler share is the check.
 """
 
 from __future__ import annotations
@@ -136,8 +142,11 @@ class Attached:
             raise ValueError("the arena is smaller than its layout")
         self.tensors = _views(base, specs, offsets)
         self._base = base
+        if base.device.type == "cpu":
+            _ATTACHED[id(self)] = (base.data_ptr(), base.data_ptr() + size)
 
     def close(self) -> None:
+        _ATTACHED.pop(id(self), None)
         self.tensors = []
         self._base = None
         if self._mm is not None:
@@ -146,3 +155,49 @@ class Attached:
             except BufferError:
                 pass
             self._mm = None
+
+
+# ---- numpy and DLPack views of the judge's tensors (candidate runners) ------------------------------------------------
+
+_ATTACHED: dict[int, tuple[int, int]] = {}  # id(Attached) -> [start, end) of its cpu mapping
+_REFUSING: list[bool] = [False]  # on in a candidate's runner (runner/serve.py), off in the reference's
+VIEWS = ("numpy", "__array__", "__dlpack__")  # Tensor methods that hand out the tensor's memory to another library
+
+
+def _shared(tensor: torch.Tensor) -> bool:
+    """Whether `tensor`'s memory is one of the judge's arenas this runner mapped (any view of one)."""
+    if not _REFUSING[0] or not _ATTACHED:
+        return False
+    try:
+        start = tensor.untyped_storage().data_ptr()
+    except (RuntimeError, TypeError, AttributeError):
+        return False
+    return any(low <= start < high for low, high in _ATTACHED.values())
+
+
+def _refusing(name: str, original: Any) -> Any:
+    def view(self: torch.Tensor, *args: Any, **kwargs: Any) -> Any:
+        if _shared(self):
+            raise RuntimeError(f"Tensor.{name}() of an input the judge shares is refused in this harness: numpy or "
+                               "other libraries' compute on it is not the solution's kernel (on the CPU backend no "
+                               "check could see it); compute with your own kernels")
+        return original(self, *args, **kwargs)
+
+    view.__name__, view.__qualname__, view.__doc__ = name, f"Tensor.{name}", getattr(original, "__doc__", None)
+    view.kernel_gym_refusing = True
+    return view
+
+
+def install_view_guards() -> None:
+    """Wrap torch.Tensor's numpy/DLPack methods (once per process, before the harness snapshot: a solution that puts
+    the originals back is harness tampering). They act only after `refuse_views()`."""
+    for name in VIEWS:
+        current = getattr(torch.Tensor, name, None)
+        if current is not None and not getattr(current, "kernel_gym_refusing", False):
+            setattr(torch.Tensor, name, _refusing(name, current))
+
+
+def refuse_views() -> None:
+    """From now on the views of this process's attached arenas refuse numpy and DLPack (a candidate's runner)."""
+    install_view_guards()
+    _REFUSING[0] = True

@@ -58,3 +58,22 @@ def test_epilogue_reductions(policies):
 def test_unknown_source_keeps_the_old_behaviour(source):
     p = task_policy(source)
     assert p is PERMISSIVE and p.library_gemm and not p.epilogue_reduction and not p.single_gemm
+
+
+FINAL = {  # tasks whose reference ends in a reduction (and is not reductions only): what a solution may end in
+    "level1/mse_loss": {"sum", "mean"}, "level1/kl_div": {"sum", "mean"}, "level1/huber_loss": {"sum", "mean"},
+    "level1/cross_entropy_soft": {"sum", "mean"}, "level2/gemm_cross_entropy": {"sum", "mean"},
+    "level2/conv_dilated_silu_channelsum": {"sum", "mean"}, "level2/conv_logsoftmax_spatialmax": {"amax", "max"},
+    "level2/convtranspose3d_tanh_channelmax_scale": {"amax", "max"},  # (through `x * self.scale`)
+}
+
+
+def test_final_reductions_follow_what_the_reference_ends_in(policies):
+    for t, ops in FINAL.items():
+        assert policies[t].final_reductions == ops, t
+    for t in REDUCTIONS_ONLY:
+        assert not policies[t].final_reductions, t  # the reduction would be the whole task
+    # reduces in the middle, ends otherwise: `x - x.mean(...)`, a softmax, a norm
+    for t in ("level2/convtranspose_softplus_avgpool_center", "level1/softmax", "level1/layernorm",
+              "level2/gemm_l2norm_scale"):
+        assert not policies[t].final_reductions, t

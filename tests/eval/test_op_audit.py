@@ -1,4 +1,4 @@
-"""The op audit's task policy and epilogue budget (kernel_gym/eval/op_audit.py), on cpu with a stand-in extension
+"""The op audit's task policy and final reductions (kernel_gym/eval/op_audit.py), on cpu with a stand-in extension
 (counted like a built load_inline module, so the sizes of the tensors handed to it are tracked)."""
 
 from __future__ import annotations
@@ -41,27 +41,66 @@ POLICY = {t: task_policy(load_task(t).source) for t in ("level1/mse_loss", "leve
                                                           "level1/matmul", "level2/gemm_relu")}
 
 
-def test_epilogue_reduction_of_the_kernel_result_is_tolerated_under_standard():
+def test_final_reduction_of_the_kernel_result_is_tolerated_under_standard():
     x = torch.randn(16, 256)
-    out, ops = audit(lambda: EXT.row_partials(x, 64).sum(dim=1))
+    out, ops = audit(lambda: EXT.row_partials(x, 64).sum(dim=1), (x,))
     assert torch.allclose(out, x.sum(1), atol=1e-4)
-    assert ops == {"sum[epilogue]": 1}
+    assert ops == {"sum[final]": 1}
     assert forbidden(ops, "standard") == []
     assert forbidden(ops, "standard", POLICY["level1/mse_loss"]) == []
-    assert forbidden(ops, "strict") == ["sum[epilogue]"]  # Kevin's rule: none
-    assert forbidden(ops, "standard", POLICY["level1/sum_reduce"]) == ["sum[epilogue]"]  # the reduction is the task
-    assert forbidden(ops, "standard", POLICY["level1/relu"]) == ["sum[epilogue]"]  # no reduction in the reference
+    assert forbidden(ops, "strict") == ["sum[final]"]  # Kevin's rule: none
+    assert forbidden(ops, "standard", POLICY["level1/sum_reduce"]) == ["sum[final]"]  # the reduction is the task
+    assert forbidden(ops, "standard", POLICY["level1/relu"]) == ["sum[final]"]  # no reduction in the reference
 
 
 @pytest.mark.parametrize("fn", [
-    lambda x: (EXT.row_partials(x, 64), x.sum(dim=1))[1],  # a reduction of the input: the work
-    lambda x: EXT.row_partials(x, 1).sum(dim=1),  # the "kernel" only copies: the reduction is the work
-    lambda x: [p[i].sum() for p in [EXT.row_partials(x, 1)] for i in range(16)],  # row by row: the budget adds up
+    lambda x: EXT.row_partials(x, 1).mean(dim=1),  # per-element losses, averaged: the loss's own mean
+    lambda x: EXT.row_partials(x, 64).sum(dim=1) / 256,  # per-block partials, summed, scaled
+    lambda x: -EXT.row_partials(x, 64).sum(dim=1),  # a sign
+    lambda x: [p[i].sum() for p in [EXT.row_partials(x, 1)] for i in range(16)],  # row by row: one pass in all
 ])
-def test_reduction_that_is_the_work_is_not_an_epilogue(fn):
+def test_a_final_reduction_of_the_whole_kernel_result_is_tolerated_where_the_reference_ends_in_it(fn):
+    """The policy (kernel_gym.checks.library_policy): a final reduction of the kernel's result (one pass over it, and
+    a scalar scaling) may stay where the reference ends in that reduction, whatever its size."""
     x = torch.randn(16, 256)
-    _, ops = audit(lambda: fn(x))
-    assert "sum" in forbidden(ops, "standard", POLICY["level1/mse_loss"])
+    _, ops = audit(lambda: fn(x), (x,))
+    assert forbidden(ops, "standard", POLICY["level1/mse_loss"]) == [], ops
+    assert forbidden(ops, "standard", POLICY["level1/sum_reduce"]) != []  # reductions only: the work
+    assert forbidden(ops, "strict", POLICY["level1/mse_loss"]) != []
+
+
+@pytest.mark.parametrize("fn, op", [
+    (lambda x: (EXT.row_partials(x, 64), x.sum(dim=1))[1], "sum"),  # a reduction of the input: the work
+    (lambda x: EXT.row_partials(EXT.row_partials(x, 64).sum(dim=1, keepdim=True), 1), "sum"),  # a kernel after it
+    (lambda x: EXT.row_partials(x, 64).sum(dim=1) * x[:, 0], "mul"),  # not a scalar scaling
+    (lambda x: x.view(-1).sum() + EXT.row_partials(x, 64).sum(), "sum"),  # before any own kernel ran
+])
+def test_a_reduction_that_is_not_the_final_step_of_the_kernel_result_is_the_work(fn, op):
+    x = torch.randn(16, 256)
+    _, ops = audit(lambda: fn(x), (x,))
+    assert op in forbidden(ops, "standard", POLICY["level1/mse_loss"]), ops
+
+
+def test_a_reduction_in_an_extensions_wrapper_after_its_kernel_is_final():
+    """A C++ wrapper's `.mean(1)` of what its kernel wrote runs inside the extension's call, before its launch is
+    counted: it is the final step of that kernel's result (not of the inputs it was handed)."""
+    mod = types.ModuleType("fake_ext2")
+
+    def mse_rows(p: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+        with launches_off():
+            part = ((p - t) ** 2).view(p.shape[0], -1, 64).mean(-1)  # what the kernel writes
+        return part.mean(1)  # the wrapper's epilogue, dispatched as the candidate's
+
+    mod.mse_rows = mse_rows
+    ext = launches.counted_extension(mod)
+    p, t = torch.randn(16, 256), torch.randn(16, 256)
+    _, ops = audit(lambda: ext.mse_rows(p, t), (p, t))
+    assert ops == {"mean[final]": 1}
+    assert forbidden(ops, "standard", POLICY["level1/mse_loss"]) == []
+    mod2 = types.ModuleType("fake_ext3")
+    mod2.rows = lambda p: p.sum(1)  # the wrapper reduces its input: the work
+    _, ops = audit(lambda: launches.counted_extension(mod2).rows(p), (p,))
+    assert forbidden(ops, "standard", POLICY["level1/mse_loss"]) == ["sum"]
 
 
 def test_no_kernel_no_epilogue():

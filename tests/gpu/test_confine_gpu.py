@@ -5,6 +5,10 @@ The test process plays the judge: it makes CUDA tensors and interprocess events 
 through torch's CUDA IPC; the runner confines itself, writes its output through a Triton kernel (compiled, its cache
 in the job directory) under torch.profiler with CUDA activities, and records "done"; the judge checks the output.
 Written without a GPU at hand (the CPU side is tests/sandbox/test_confine.py): run with `pytest -m gpu`.
+
+`test_a_cuda_runner_is_an_unprivileged_uid_of_its_own` is the same through the real judge pool: as root, both runners
+drop to uids of their own (sandbox/isolation.py) and the job is still judged through CUDA IPC (the judge root, the
+runner another uid) and timed.
 """
 
 from __future__ import annotations
@@ -37,6 +41,9 @@ RUNNER = textwrap.dedent("""
         except BaseException as exc:
             res[name] = "ERR " + repr(exc)[:400]
 
+    if cfg["uid"] is not None:  # as a runner does at its start: what its uid must reach (sandbox/isolation.py)
+        from kernel_gym.sandbox import isolation
+        isolation.prepare("candidate")
     import torch, triton, triton.language as tl, torch.profiler
     from kernel_gym.sandbox import confine
 
@@ -157,3 +164,63 @@ def test_ipc_events_opened_after_confinement(shared):
     report = run_runner(shared, "init_first", "auto", events_before=False)
     assert report["events"] is True, report
     assert report["output_ok"], report
+
+
+SOLUTIONS = ROOT / "tests" / "solutions"
+# Run once in the candidate's runner: its uid and capabilities as it sees them, and whether it can signal the judge.
+PROBE = """
+import json, os
+status = dict(l.split(":", 1) for l in open("/proc/self/status").read().splitlines() if ":" in l)
+try:
+    os.kill({judge}, 0)
+    _signal = "ok"
+except OSError as e:
+    _signal = e.errno
+with open({out!r}, "w") as f:
+    json.dump({{"uid": int(status["Uid"].split()[1]), "cap_eff": int(status["CapEff"].strip(), 16),
+               "signal_judge": _signal}}, f)
+"""
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("forkserver", ["0", "1"])
+def test_a_cuda_runner_is_an_unprivileged_uid_of_its_own(forkserver, monkeypatch, tmp_path):
+    """A genuine ReLU judged on the GPU through the real pool while the judge is root: CUDA IPC tensors and events
+    between the root judge and a runner of another uid, the reference runner a third uid, the result correct and
+    timed; `info["isolation"]` says what was in force."""
+    import errno
+
+    from kernel_gym.eval.job import EvalConfig, job_for
+    from kernel_gym.eval.result import Outcome
+    from kernel_gym.judge.pool import WorkerPool
+    from kernel_gym.sandbox import isolation
+    from kernel_gym.tasks import load_task
+
+    monkeypatch.setenv("KERNEL_GYM_FORKSERVER", forkserver)
+    scratch = Path(tempfile.mkdtemp(prefix="kernel_gym_test_scratch_"))
+    scratch.chmod(0o1777)
+    monkeypatch.setenv("KERNEL_GYM_RUNNER_WRITABLE", str(scratch))
+    out = scratch / "probe.json"
+    code = PROBE.format(judge=os.getpid(), out=str(out)) + (SOLUTIONS / "level1_relu.py").read_text()
+    task = load_task("level1/relu")
+    pool = WorkerPool("cuda", size=1, gpus=[0])
+    try:
+        result = pool.evaluate(job_for(task, code, backend="triton", config=EvalConfig(device="cuda")))
+    finally:
+        pool.close()
+        from kernel_gym.judge import spawner
+
+        spawner.stop_all()
+    print("isolation", json.dumps(result.isolation), "preflight", json.dumps(isolation.preflight()))
+    assert result.outcome is Outcome.CORRECT, result.message
+    assert result.timing is not None and result.timing.runtime_ms > 0
+    seen = result.isolation
+    if os.geteuid() != 0:
+        pytest.skip(f"the judge is not root here: runners keep its uid ({seen})")
+    report = json.loads(out.read_text())
+    shutil.rmtree(scratch, ignore_errors=True)
+    assert seen["uid"] not in (0, None) and seen["uid"] == report["uid"], (seen, report)
+    assert seen["capabilities"] == 0 == report["cap_eff"], (seen, report)
+    assert seen["reference_uid"] not in (0, None, seen["uid"]), seen
+    assert seen["no_new_privs"] and seen["seccomp"] and seen["weak"] is None, seen
+    assert report["signal_judge"] == errno.EPERM, report

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.timeout(300)
 # cannot look further up itself: other processes' /proc files are out of its reach, `landlock_proc`.)
 SLOW_EXTRA = """
 if self.calls == 1:
-    with open({marker!r}, "w") as f:
+    with open({marker!r} + "." + str(os.getpid()), "w") as f:  # (a file of its own: runners are uids of their own)
         f.write(f"{{os.getpid()}} {{os.getppid()}}")
     time.sleep({sleep})
 """
@@ -65,13 +65,14 @@ def _wait_for_pid(marker, timeout_s: float = 120.0, not_pid: int | None = None) 
     is resolved once, while its runner lives: after its actor is killed, its parents' pids mean nothing."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        try:
-            text = marker.read_text()
-            pid = _RESOLVED.get(text) or _RESOLVED.setdefault(text, _actor_of(text))
-        except (OSError, ValueError, IndexError):  # no marker yet, or a dead runner's (its actor was killed)
-            pid = None
-        if pid and pid != not_pid:
-            return pid
+        for path in marker.parent.glob(marker.name + ".*"):  # one per runner that ran the slow job
+            try:
+                text = path.read_text()
+                pid = _RESOLVED.get(text) or _RESOLVED.setdefault(text, _actor_of(text))
+            except (OSError, ValueError, IndexError):  # not written yet, or a dead runner's (its actor was killed)
+                pid = None
+            if pid and pid != not_pid:
+                return pid
         time.sleep(0.05)
     raise AssertionError("the slow job never started")
 

@@ -96,13 +96,13 @@ def _job(code: str, **config):
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 @pytest.mark.skipif(shutil.which("c++") is None and shutil.which("g++") is None, reason="needs a C++ compiler")
-def test_a_cpp_extension_is_built_by_the_judge_and_runs_on_cpu(evaluator, monkeypatch, tmp_path_factory):
+def test_a_cpp_extension_is_built_by_the_judge_and_runs_on_cpu(evaluator, build_cache):
     """A genuine C++ load_inline solution: built by the judge's build process (fast path: the precompiled stock
     header, which its own `#include <torch/extension.h>` must not break; the same flags as
     test_pch_is_used_by_torchs_own_main_cpp_flags, so one PCH serves both), correct on the CPU backend, and loaded
     from the cache on resubmission."""
-    # the judge reads the cache's place at each build: test_fast_build.py's, so that one PCH serves both files
-    monkeypatch.setenv("KERNEL_GYM_CACHE", str(tmp_path_factory.getbasetemp() / "fast_build_cache"))
+    # the judge reads the cache's place at each build: the session's (conftest.BUILD_CACHE, test_fast_build.py's
+    # too), so that one PCH serves both files
     tag = f"// {os.getpid()}-{os.urandom(4).hex()}"  # a source no earlier run has built
     code = CPP_RELU.replace("torch::Tensor relu_forward(torch::Tensor x) {", f"{tag}\ntorch::Tensor relu_forward("
                                                                              "torch::Tensor x) {")
@@ -208,13 +208,12 @@ def _broken(source: str) -> dict:
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 @pytest.mark.skipif(shutil.which("c++") is None and shutil.which("g++") is None, reason="needs a C++ compiler")
-def test_a_build_takes_a_build_process_started_ahead(monkeypatch, tmp_path_factory):
+def test_a_build_takes_a_build_process_started_ahead(monkeypatch, build_cache):
     """A build process costs a Python start and torch's import before its compiler runs: the judge keeps one started
     ahead, waiting for a request, and the next build takes it (a new one starts in its place). One started with
     another environment (here MAX_JOBS) serves no build. The judge's KERNEL_GYM_FAST_BUILD=0 reaches the build
     process (it is part of the build's name: a build named stock must be built the stock way)."""
-    cache = tmp_path_factory.getbasetemp() / "fast_build_cache"  # test_fast_build.py's: one PCH serves all
-    monkeypatch.setenv("KERNEL_GYM_CACHE", str(cache))
+    # (the session's build cache, `build_cache`: test_fast_build.py's too, one PCH serves all)
     spares = builds.SpareBuilders(limit=1)
     monkeypatch.setattr(builds, "SPARES", spares)
     started = []  # every build process this test starts (other tests' may wait in the same cache)

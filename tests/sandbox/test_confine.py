@@ -346,6 +346,9 @@ RUNNER = textwrap.dedent("""
 
     logging.getLogger("kernel_gym.sandbox.confine").addHandler(Keep())
     logging.getLogger("kernel_gym.sandbox.confine").setLevel(logging.INFO)
+    if cfg["uid"] is not None:  # as a runner does at its start: what its uid must reach (a Python under /root)
+        from kernel_gym.sandbox import isolation
+        isolation.prepare("candidate")
     import torch, triton, triton.language as tl, torch.profiler
     from kernel_gym.sandbox import confine
     go, early = threading.Event(), {}
@@ -429,7 +432,7 @@ RUNNER = textwrap.dedent("""
     go.set()
     waiting.join()
     print(json.dumps({"applied": applied, "reasons": reasons, "results": results, "threads_before": threads_before,
-                      "early": early}))
+                      "early": early, "runner_uid": confine.runner_uid(cfg["uid"])}))
 """)
 
 
@@ -463,7 +466,7 @@ def test_runner_still_works_confined(uid, dirs):
     if "seccomp_all_threads" in applied:
         assert tasks["seccomp"] == ["2"], tasks  # SECCOMP_MODE_FILTER on every thread, the early one too
     if uid == "auto":
-        assert tasks["uids"] == [str(confine.runner_uid())], tasks  # glibc changed every thread's uid
+        assert tasks["uids"] == [str(report["runner_uid"])], tasks  # glibc changed every thread's uid
     # A thread started before confinement: Landlock reaches it only with TSYNC (ABI 8); the uid drop always does.
     early_denied = report["early"]["write_outside"] is not True
     assert early_denied == ("landlock_all_threads" in applied or uid == "auto"), report["early"]
@@ -618,9 +621,11 @@ def test_allow_syscalls_takes_a_name_off_the_list(attack_python, dirs):
         confine.seccomp_program("x86_64", allow=["read"])
 
 
-@pytest.mark.parametrize("pieces", [None, {"landlock": False, "seccomp": False}], ids=["unconfined", "uid_only"])
+@pytest.mark.parametrize("pieces", [None, {"landlock": False, "seccomp": False, "uid": confine.DEFAULT_UID}],
+                         ids=["unconfined", "uid_only"])
 def test_sibling_runners_sharing_a_uid_stay_apart(pieces, attack_python, dirs):
-    """Two runners, both uid 65534: the uid change made each non-dumpable, so neither reads the other's memory."""
+    """Two runners, both uid 65534 (KERNEL_GYM_RUNNER_UID=65534; by default each has its own): the uid change made
+    each non-dumpable, so neither reads the other's memory."""
     top = dirs[0]
     victim_dir, attacker_dir = top / "victim", top / "attacker"
     for folder in (victim_dir, attacker_dir):
@@ -652,7 +657,8 @@ def test_sibling_runners_sharing_a_uid_stay_apart(pieces, attack_python, dirs):
 
 def test_runner_uid(monkeypatch):
     monkeypatch.delenv(confine.UID_VARIABLE, raising=False)
-    assert confine.runner_uid() == 65534 and confine.runner_uid(None) is None and confine.runner_uid(1234) == 1234
+    own = confine.DEFAULT_UID_BASE + os.getpid()  # a uid of the process's own (sandbox/isolation.py)
+    assert confine.runner_uid() == own and confine.runner_uid(None) is None and confine.runner_uid(1234) == 1234
     monkeypatch.setenv(confine.UID_VARIABLE, "4321")
     assert confine.runner_uid() == 4321 and confine.runner_uid(77) == 77
     monkeypatch.setenv(confine.UID_VARIABLE, "none")

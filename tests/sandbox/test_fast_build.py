@@ -49,8 +49,9 @@ torch::Tensor scale(torch::Tensor x, double s) {
 
 
 @pytest.fixture(autouse=True)
-def cache(tmp_path_factory, monkeypatch):
-    monkeypatch.setenv("KERNEL_GYM_CACHE", str(tmp_path_factory.getbasetemp() / "fast_build_cache"))
+def cache(build_cache):
+    """The session's build cache (conftest.BUILD_CACHE), which test_builds.py's C++ builds share."""
+    return build_cache
 
 
 def test_header_choice_is_the_lightest_that_suffices():

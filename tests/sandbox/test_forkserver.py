@@ -21,11 +21,15 @@ raise RuntimeError("<" * 3 + repr((os.environ["HOME"], tempfile.gettempdir(), os
 
 
 def probe(runner: RunnerProcess) -> tuple:
+    """(the folder HOME and TMPDIR are in, the same for TMPDIR, the working directory, session leader): HOME and
+    TMPDIR are the job's own folder, beneath the runner's (sandbox/limits.py, job_environment)."""
     deadline = time.monotonic() + 120
     runner.request("begin", deadline=deadline, stage="compile")
     reply = runner.request("load", deadline=deadline, stage="compile", kind="candidate", name="main", source=PROBE)
     message = reply["error"]["message"]
-    return ast.literal_eval(re.search(r"<<<(.*?)>>>", message).group(1))
+    home, tmp, cwd, leader = ast.literal_eval(re.search(r"<<<(.*?)>>>", message).group(1))
+    assert os.path.basename(home).startswith("job_") and tmp == home, (home, tmp)
+    return os.path.dirname(home), os.path.dirname(tmp), cwd, leader
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ import ast
 import re
 
 from .. import cpp
+from .. import library_policy as policy
 from ..allowlists import (
     CPP_GEMM,
     CPP_OK,
@@ -32,13 +33,52 @@ _MODULE_WALKERS = ("children", "modules", "named_children", "named_modules", "ge
 _MODULES = {"torch", "torch.nn", "torch.nn.functional", "torch.cuda", "torch.linalg", "torch.fft",
             "torch.special", "numpy", "triton", "triton.language", "operator", "math"}
 _COMPILERS = COMPILER_CALLS + ("torch._dynamo", "torch._inductor", "torch.jit")
+_VIEWS = frozenset({"to", "float", "view", "reshape", "contiguous", "squeeze", "unsqueeze", "flatten", "type_as"})
 
 
 GEMM, EPILOGUE, COMPUTE = "gemm", "epilogue", "compute"  # what a finding is, for `standard`'s policy
 
 
-def _finding(out, node_or_line, what: str, gemm: bool, where: str, note: str = "", epilogue: bool = False) -> None:
-    out.append((node_or_line, what, note, GEMM if gemm else EPILOGUE if epilogue else COMPUTE, where))
+def _finding(out, node_or_line, what: str, gemm: bool, where: str, note: str = "", epilogue: str = "",
+             final: bool = False) -> None:
+    """`epilogue`: the reduction's name when it may be a final reduction of the kernel's result (not of an input);
+    `final`: its value is what forward returns (up to a scalar scaling), not fed to anything else."""
+    out.append((node_or_line, what, note, GEMM if gemm else EPILOGUE if epilogue else COMPUTE, where, epilogue, final))
+
+
+def _final_py(ctx: Context, fr: FnRef | None, call: ast.AST | None) -> bool:
+    """Does this call's value reach a `return` of its function, through arithmetic (a scalar scaling: the op audit
+    checks it is one), casts/views, or a name that a `return` uses?"""
+    node = call
+    while node is not None and fr is not None:
+        parent = ctx.parents.get(node)
+        if isinstance(parent, (ast.BinOp, ast.UnaryOp, ast.Tuple)):
+            node = parent
+        elif isinstance(parent, ast.Attribute) and parent.attr in _VIEWS and isinstance(
+                ctx.parents.get(parent), ast.Call):
+            node = ctx.parents[parent]
+        elif isinstance(parent, ast.Return):
+            return True
+        elif isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent.value is node:
+            targets = parent.targets if isinstance(parent, ast.Assign) else [parent.target]
+            names = {t.id for t in targets if isinstance(t, ast.Name)}
+            return bool(names) and any(isinstance(r, ast.Return) and r.value is not None and any(
+                isinstance(x, ast.Name) and x.id in names for x in ast.walk(r.value)) for r in ast.walk(fr.node))
+        else:
+            return False
+    return False
+
+
+def _cpp_final(text: str, first: int, line: int) -> bool:
+    """C++: the reduction is on a `return` line, or assigned to a name a later `return` uses."""
+    lines = cpp.strip(text).split("\n")
+    i = line - first
+    if not 0 <= i < len(lines):
+        return False
+    if re.search(r"\breturn\b", lines[i]):
+        return True
+    m = re.search(r"(\w+)\s*=(?!=)", lines[i])
+    return bool(m) and bool(re.search(rf"\breturn\b[^;]*\b{m.group(1)}\b", "\n".join(lines[i + 1:])))
 
 
 def _forward_findings(ctx: Context, fr: FnRef, out: list) -> None:
@@ -52,7 +92,7 @@ def _forward_findings(ctx: Context, fr: FnRef, out: list) -> None:
             if r:
                 call = parent if is_func else None
                 of_input = bool(call and call.args and _is_input(ctx, fr, call.args[0]))
-                _resolved(ctx, n, r, is_func, where, out, of_input)
+                _resolved(ctx, n, r, is_func, where, out, of_input, fr)
                 continue
             if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and fr.self_name \
                     and n.value.id == fr.self_name:
@@ -74,7 +114,8 @@ def _forward_findings(ctx: Context, fr: FnRef, out: list) -> None:
             _finding(out, n, "@", True, where, "the matrix-multiply operator, torch.matmul")
 
 
-def _resolved(ctx: Context, n: ast.AST, r: str, is_func: bool, where: str, out: list, of_input: bool = False) -> None:
+def _resolved(ctx: Context, n: ast.AST, r: str, is_func: bool, where: str, out: list, of_input: bool = False,
+              fr: FnRef | None = None) -> None:
     root, last = r.split(".")[0], r.rsplit(".", 1)[-1]
     bad = False
     if r.startswith(_COMPILERS) or (not is_func and r in _MODULES):
@@ -93,8 +134,9 @@ def _resolved(ctx: Context, n: ast.AST, r: str, is_func: bool, where: str, out: 
     elif root == "operator":
         bad = last in ("matmul", "imatmul")
     if bad:
+        reduction = is_func and root == "torch" and last in EPILOGUE_REDUCTIONS and not of_input
         _finding(out, n, r + ("(...)" if is_func else ""), r in TORCH_GEMM, where,
-                 epilogue=is_func and root == "torch" and last in EPILOGUE_REDUCTIONS and not of_input)
+                 epilogue=last if reduction else "", final=reduction and _final_py(ctx, fr, ctx.parents.get(n)))
 
 
 def _method_call(ctx: Context, fr: FnRef, n: ast.Call, where: str, out: list) -> None:
@@ -115,8 +157,9 @@ def _method_call(ctx: Context, fr: FnRef, n: ast.Call, where: str, out: list) ->
         if info and info.own:
             return
     if m in TENSOR_COMPUTE:
+        reduction = m in EPILOGUE_REDUCTIONS and not _is_input(ctx, fr, recv)
         _finding(out, n, f"{call_name(n.func)}(...)", m in TENSOR_GEMM, where, f"the Tensor.{m} method",
-                 epilogue=m in EPILOGUE_REDUCTIONS and not _is_input(ctx, fr, recv))
+                 epilogue=m if reduction else "", final=reduction and _final_py(ctx, fr, n))
 
 
 def _getattr(ctx: Context, fr: FnRef, n: ast.Call, where: str, out: list) -> None:
@@ -125,7 +168,7 @@ def _getattr(ctx: Context, fr: FnRef, n: ast.Call, where: str, out: list) -> Non
     name = attr.value if isinstance(attr, ast.Constant) and isinstance(attr.value, str) else None
     base = ctx.resolve(obj)
     if base and name:
-        _resolved(ctx, n, f"{base}.{name}", True, where, out)
+        _resolved(ctx, n, f"{base}.{name}", True, where, out, fr=fr)
     elif base and base.split(".")[0] in ("torch", "numpy"):
         _finding(out, n, f"getattr({base}, ...)", False, where, "a dynamic lookup of a library op")
     elif isinstance(obj, ast.Name) and obj.id == fr.self_name:
@@ -168,20 +211,23 @@ def _cpp_findings(ctx: Context, out: list) -> None:
     for text, first in ctx.cpp:
         for full, last, line in cpp.namespaced_calls(text, first):
             if last not in CPP_OK:
+                reduction = last in EPILOGUE_REDUCTIONS
                 _finding(out, line, f"{full}(...)", last in CPP_GEMM, "in the C++ source",
-                         epilogue=last in EPILOGUE_REDUCTIONS)
+                         epilogue=last if reduction else "", final=reduction and _cpp_final(text, first, line))
         for name, line in cpp.search(_CUBLAS, text, first):
             _finding(out, line, f"{name}(...)", True, "in the C++ source", "cuBLAS/cuDNN")
         if cpp.uses_namespace(text):  # using namespace torch; ... matmul(a, b)
             for name, line in cpp.plain_calls(text, first):
                 if name in (TENSOR_COMPUTE | CPP_GEMM) - CUDA_MATH:
+                    reduction = name in EPILOGUE_REDUCTIONS
                     _finding(out, line, f"{name}(...)", name in CPP_GEMM or name in TENSOR_GEMM,
                              "in the C++ source", "a torch op through `using namespace`",
-                             epilogue=name in EPILOGUE_REDUCTIONS)
+                             epilogue=name if reduction else "", final=reduction and _cpp_final(text, first, line))
         for m, line in cpp.method_calls(text, first):
             if m in TENSOR_COMPUTE:
+                reduction = m in EPILOGUE_REDUCTIONS
                 _finding(out, line, f".{m}(...)", m in TENSOR_GEMM, "in the C++ source", "a Tensor method",
-                         epilogue=m in EPILOGUE_REDUCTIONS)
+                         epilogue=m if reduction else "", final=reduction and _cpp_final(text, first, line))
 
 
 def _is_input(ctx: Context, fr: FnRef, recv: ast.AST) -> bool:
@@ -192,44 +238,53 @@ def _is_input(ctx: Context, fr: FnRef, recv: ast.AST) -> bool:
     return args is not None and recv.id in {a.arg for a in args.args + args.kwonlyargs}
 
 
-def _allowed(ctx: Context, kind: str, has_kernel: bool) -> bool:
-    """`standard`: a library GEMM/conv beside other work of the task, or an epilogue reduction on a task that is
-    not just reductions, may stay, when forward launches an own kernel (kernel_gym.checks.task_policy)."""
-    if ctx.preset.library != "standard" or not has_kernel:
-        return False
-    return (kind == GEMM and ctx.task.library_gemm) or (kind == EPILOGUE and ctx.task.epilogue_reduction)
-
-
-def _message(ctx: Context, what: str, where: str, kind: str, has_kernel: bool) -> str:
-    own = "your own Triton/CUDA kernel"
-    if ctx.preset.library != "standard":
-        return (f"`{what}`{where} is PyTorch/library compute; the `{ctx.preset.name}` preset requires every "
-                "computation in forward to run in your own Triton/CUDA kernels. Write it as a kernel; allocation "
-                "(torch.empty/empty_like), views, shape queries and kernel launches are fine.")
-    if kind == GEMM and ctx.task.single_gemm:
-        return (f"`{what}`{where} is a GEMM/convolution library call, and this task's reference is that "
-                "GEMM/convolution and nothing else: the library call would be the whole task. Under `standard` a "
-                f"library GEMM/convolution may stay only beside other work to fuse; write the GEMM/convolution "
-                f"as {own} (tile it; on fp32 keep full precision, e.g. tl.dot(..., input_precision=\"ieee\")).")
-    if kind == GEMM and not ctx.task.library_gemm:
-        return (f"`{what}`{where} is a GEMM/convolution library call, but this task's reference has no "
-                f"GEMM/convolution to keep: it would do the task's work in the library. Compute it in {own}.")
+def _allowed(ctx: Context, kind: str, has_kernel: bool, op: str = "", final: bool = False) -> bool:
+    """The library policy (kernel_gym.checks.library_policy) on this finding: under `standard`, when forward also
+    launches an own kernel, a library GEMM/conv beside other work of the task, or a final reduction of the kernel's
+    result that the reference ends in."""
     if kind == GEMM:
-        return (f"`{what}`{where} is a GEMM/convolution library call; the `standard` preset allows it only when "
-                f"{own} (a @triton.jit launch or a load_inline CUDA kernel) does the rest of the work, but "
-                "forward launches no kernel of yours. Add your own kernel for the remaining ops (or write the "
-                "GEMM as a kernel).")
-    if kind == EPILOGUE and not ctx.task.epilogue_reduction:
-        return (f"`{what}`{where} is a library reduction, and this task's reference is reductions only: it "
-                f"would be the whole task. Write the reduction in {own}.")
+        return has_kernel and policy.LIBRARY_GEMM in policy.allowed(ctx.preset.library, ctx.task)
     if kind == EPILOGUE:
-        return (f"`{what}`{where} is a library reduction; `standard` lets a small reduction of your kernel's "
-                "result stay only when forward launches your own kernel that does the work, and it launches none.")
-    return (f"`{what}`{where} is PyTorch/library compute left outside your kernels; under the `standard` preset "
-            "only the task's heavy GEMM/convolution (nn.Linear, nn.Conv*, torch.matmul/mm/bmm/addmm), when the "
-            "task has other work to fuse, and a small final reduction of your kernel's result (sum/mean/amax/...) "
-            f"may stay library calls. Do this op in {own}, ideally fused into the kernel that produces its input "
-            "(e.g. as the GEMM's epilogue).")
+        return has_kernel and final and policy.final_reduction_ok(op, ctx.preset.library, ctx.task)
+    return False
+
+
+def _message(ctx: Context, what: str, where: str, kind: str, has_kernel: bool, op: str = "",
+             final: bool = False) -> str:
+    """Why the finding is not allowed, then the policy's own sentence (the op audit's feedback quotes the same)."""
+    own = "your own Triton/CUDA kernel"
+    preset = ctx.preset.library
+    if preset != "standard":
+        return (f"`{what}`{where} is PyTorch/library compute; the `{ctx.preset.name}` preset requires every "
+                f"computation in forward to run in your own Triton/CUDA kernels. Write it as a kernel. "
+                + policy.explain(preset))
+    if kind == GEMM:
+        if ctx.task.single_gemm:
+            why = (f"`{what}`{where} is a GEMM/convolution library call, and this task's reference is that "
+                   "GEMM/convolution and nothing else: the library call would be the whole task. Write the "
+                   f"GEMM/convolution as {own} (tile it; on fp32 keep full precision, e.g. "
+                   "tl.dot(..., input_precision=\"ieee\")).")
+        elif not ctx.task.library_gemm:
+            why = (f"`{what}`{where} is a GEMM/convolution library call, but this task's reference has no "
+                   f"GEMM/convolution to keep: it would do the task's work in the library. Compute it in {own}.")
+        else:
+            why = (f"`{what}`{where} is a GEMM/convolution library call, but forward launches no kernel of yours "
+                   "(a @triton.jit launch or a load_inline CUDA kernel) to do the rest of the work.")
+        return why + " " + policy.explain(preset, {"gemm"})
+    if kind == EPILOGUE:
+        if not ctx.task.final_reductions and ctx.task.known and ctx.task.ends_in:
+            why = f"`{what}`{where} is a library reduction, and this task's reference is reductions only: it would " \
+                  "be the whole task."
+        elif op not in ctx.task.final_reductions and ctx.task.known:
+            why = f"`{what}`{where} is a library reduction, and this task's reference does not end in it."
+        elif not final:
+            why = (f"`{what}`{where} is a library reduction whose result is not forward's output (it feeds other "
+                   "work): only the final step of your kernel's result may stay.")
+        else:
+            why = f"`{what}`{where} is a library reduction, but forward launches no kernel of yours that does the work."
+        return f"{why} Write it in {own}. " + policy.explain(preset, {"reduction"})
+    return (f"`{what}`{where} is PyTorch/library compute left outside your kernels. Do this op in {own}, ideally "
+            "fused into the kernel that produces its input (e.g. as the GEMM's epilogue). " + policy.explain(preset))
 
 
 @rule(NAME)
@@ -246,8 +301,10 @@ def check(ctx: Context):
     torch.matmul/mm/bmm/addmm/baddbmm, F.linear, F.conv*, ``@``, cuBLAS/cuDNN) may stay a library call if the
     task's reference has a GEMM/convolution and other work to fuse (a single-GEMM/conv task must be the
     solution's own kernel); a reduction (sum/mean/amax/amin/max/min, Python or C++) of a tensor other than
-    forward's own inputs may stay as an epilogue unless the task is reductions only. Whether such an epilogue
-    is small is judged dynamically (op audit: its input's size; cuda: the profiler's time share)."""
+    forward's own inputs may stay as the final step (its value is what forward, or the C++ wrapper, returns, up to
+    a scalar scaling) when the task's reference ends in that reduction and is not reductions only. The policy and
+    its wording are data (kernel_gym.checks.library_policy), shared with the op audit and the profiler share; that
+    such a reduction reads only the kernel's result is judged dynamically (op audit)."""
     out: list = []
     for fr in ctx.forward:
         _forward_findings(ctx, fr, out)
@@ -255,10 +312,10 @@ def check(ctx: Context):
     _cpp_findings(ctx, out)
     has_kernel = bool(ctx.launches)
     seen = set()
-    for node, what, note, kind, where in out:
+    for node, what, note, kind, where, op, final in out:
         line = node if isinstance(node, int) else getattr(node, "lineno", None)
-        if (line, what) in seen or _allowed(ctx, kind, has_kernel):
+        if (line, what) in seen or _allowed(ctx, kind, has_kernel, op, final):
             continue
         seen.add((line, what))
         where = (f" ({note})" if note else "") + (f" {where}" if where else "")
-        yield violation(NAME, line, _message(ctx, what, where, kind, has_kernel))
+        yield violation(NAME, line, _message(ctx, what, where, kind, has_kernel, op, final))

@@ -1,0 +1,61 @@
+"""One job's time limits as its runners' requests spend them: compiling and running are separate limits.
+
+Every request has its own run limit (a call: max(2 s, 50x the reference's call) on cuda, max(30 s, 1000x) on cpu;
+loading and constructing: `SETUP_LIMIT_S`), the first call included. While the runner compiles (Triton's JIT,
+NVRTC, a `load_inline` build, the profiler's start: `kernel_gym.eval.phases`) the request is under the job's
+compile budget instead (`compile_timeout_s`, for all of the job's compiling together), and the job lets go of its
+share of the GPU: a compile never makes a timer wait, and the time a timer makes the job wait to take its share back
+counts against no limit. After each compile segment the request's run limit starts again, and the job's overall run
+limit (`run_timeout_s`) moves by the segment's length.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from kernel_gym.eval.timing import SharedHold
+
+SETUP_LIMIT_S = 30.0  # begin, load (import) and build (construct ModelNew): not calls, but never a compile's length
+
+
+@dataclass
+class Budget:
+    compile_left_s: float
+    """Compile time the job has left (its compile segments and load_inline builds together)."""
+    run_deadline: float = float("inf")
+    """time.monotonic() past which no run segment goes (the job's run limit, set when correctness starts)."""
+    hold: SharedHold | None = None
+    """The job's share of the GPU while it holds one (checks beside other jobs); None: none, or the whole GPU."""
+    compile_ms: float = 0.0
+    share_wait_ms: float = 0.0
+    segments: int = 0
+    in_compile: bool = False
+    _since: float = 0.0
+
+    def begin_compile(self) -> float:
+        """A compile segment starts: the GPU share is let go of; returns the segment's deadline."""
+        if not self.in_compile:
+            self.in_compile, self._since = True, time.monotonic()
+            self.segments += 1
+            if self.hold is not None:
+                self.hold.let_go()
+        return self._since + self.compile_left_s
+
+    def end_compile(self) -> None:
+        """The segment is over: its time is spent, the run limit moves by it, the GPU share is taken back."""
+        if not self.in_compile:
+            return
+        spent = time.monotonic() - self._since
+        self.in_compile = False
+        self.compile_left_s = max(self.compile_left_s - spent, 0.0)
+        self.compile_ms += spent * 1e3
+        self.run_deadline += spent
+        if self.hold is not None:
+            waited = self.hold.take()
+            self.share_wait_ms += waited * 1e3
+            self.run_deadline += waited
+
+    def run_deadline_after(self, limit_s: float) -> float:
+        """The deadline of a run segment starting now."""
+        return min(time.monotonic() + limit_s, self.run_deadline)

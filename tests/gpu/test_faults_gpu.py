@@ -1,0 +1,81 @@
+"""Faults on the GPU cost their own job seconds and other jobs nothing: a first call that spins is a timeout at the
+call limit (its compile is a compile segment), and a hang or an illegal access beside a genuine job holds that job
+up by at most the fault's limit (two slots of one pool: the GPU's lock is shared between them)."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import time
+from pathlib import Path
+
+import pytest
+
+from kernel_gym.eval.job import EvalConfig, job_for
+from kernel_gym.eval.result import Outcome
+from kernel_gym.tasks import load_task
+
+pytestmark = pytest.mark.gpu
+SOL = Path(__file__).resolve().parents[1] / "solutions"
+FAULTS = SOL / "faults"
+
+
+@pytest.fixture(scope="module")
+def pool2():
+    from kernel_gym.sandbox import WorkerPool
+
+    pool = WorkerPool("cuda", 2, gpus=[0, 0])
+    pool.warm_up()
+    yield pool
+    pool.close()
+
+
+def job(path: Path, task: str = "level1/relu", backend: str = "triton", **config):
+    config.setdefault("checks", "none")
+    return job_for(load_task(task), path.read_text(), backend=backend, config=EvalConfig(device="cuda", **config))
+
+
+def test_a_first_call_spin_is_a_timeout_in_seconds(pool2):
+    """Goal: a first-call spin is a verdict in <= 5 s of its call (the reference takes < 40 ms: the limit is 2 s);
+    the whole job, loading and the reference's calls included, well under the old 300 s compile limit."""
+    t0 = time.monotonic()
+    result = pool2.evaluate(job(FAULTS / "spin_first_call.py"))
+    took = time.monotonic() - t0
+    assert result.outcome is Outcome.TIMEOUT, (result.outcome, result.message)
+    assert "for one call" in result.message, result.message
+    assert result.stage_ms.get("compile_segments", 0) > 0, result.stage_ms  # Triton's JIT was a compile segment
+    assert took < 15, (took, result.stage_ms)
+    after = pool2.evaluate(job(SOL / "level1_relu.py", checks="standard"))
+    assert after.outcome is Outcome.CORRECT, after.message
+
+
+@pytest.mark.parametrize("fault,expected", [("spin_first_call", Outcome.TIMEOUT),
+                                            ("spin_timed_call", Outcome.TIMEOUT),
+                                            ("illegal_access", Outcome.CRASH)])
+def test_a_fault_beside_a_genuine_job_does_not_hold_it_up(pool2, fault, expected):
+    """The fault and a genuine matmul submitted together on two slots: the genuine job answers within its own
+    time plus the fault's limit, and is correct."""
+    alone_t0 = time.monotonic()
+    alone = pool2.evaluate(job(SOL / "level1_matmul.py", task="level1/matmul", checks="standard"))
+    alone_s = time.monotonic() - alone_t0
+    assert alone.outcome is Outcome.CORRECT, alone.message
+    with concurrent.futures.ThreadPoolExecutor(2) as ex:
+        t0 = time.monotonic()
+        bad = ex.submit(pool2.evaluate, job(FAULTS / f"{fault}.py"))
+        time.sleep(0.5)
+        good = ex.submit(pool2.evaluate, job(SOL / "level1_matmul.py", task="level1/matmul", checks="standard"))
+        good_result = good.result(timeout=300)
+        good_s = time.monotonic() - t0
+        bad_result = bad.result(timeout=300)
+    assert bad_result.outcome is expected, (bad_result.outcome, bad_result.message[:500])
+    assert good_result.outcome is Outcome.CORRECT, good_result.message
+    assert good_s < alone_s + 2.0 + 10.0, (good_s, alone_s, good_result.stage_ms)
+    assert pool2.gpu_fault is None
+
+
+def test_the_gpu_is_probed_usable_after_a_killed_runner(pool2):
+    """After a timeout the judge's own probe kernel runs; the pool reports no GPU fault and judges the next job."""
+    from kernel_gym.judge.faults import gpu_fault
+
+    result = pool2.evaluate(job(FAULTS / "spin_first_call.py"))
+    assert result.outcome is Outcome.TIMEOUT
+    assert gpu_fault("cuda") is None and pool2.gpu_fault is None

@@ -1,0 +1,218 @@
+"""Correct means as accurate as the reference (kernel_gym.judge.oracle): the error budget against a float64 oracle.
+
+Unit tests of the budget's measures and limits; every task of the suites against bf16/fp16 round trips (in this
+process, no runner: the Model, its float64 copy and the downcasts); and the real CPU pipeline: a bf16 round trip on
+a task whose outputs are ~1e-5 is rejected (the fixed rule accepted it), an honest reordering that differs from the
+reference by far more than 1e-4 is accepted (the fixed rule rejected it), and a task without an oracle keeps the
+fixed rule and says so.
+"""
+
+from __future__ import annotations
+
+import pathlib
+
+import pytest
+import torch
+
+from kernel_gym.judge.oracle import DEFAULT_K, FLOOR, OutputBudget, budget_for, derived_for, errors, to_float64
+
+CASES = pathlib.Path(__file__).resolve().parent / "oracle_cases"
+
+
+# ---- the measures and limits ---------------------------------------------------------------------------------------
+def test_the_measures_of_an_exact_and_of_a_perturbed_output():
+    o = torch.randn(1000, dtype=torch.float64)
+    exact, _, bad, _ = errors(o.float(), o)
+    assert exact.rel_l2 < 1e-7 and exact.max_elem < 1e-7 and bad == 0
+    y = (o * (1 + 1e-3)).float()  # every element 1e-3 relative off
+    e, _, _, _ = errors(y, o)
+    assert e.rel_l2 == pytest.approx(1e-3, rel=1e-3)
+    assert 0.5e-3 < e.max_elem <= 1e-3  # relative to |o| + rms(o): at most the relative error
+
+
+def test_an_all_zero_output_is_exact_only_when_zero():
+    o = torch.zeros(10, dtype=torch.float64)
+    assert errors(torch.zeros(10), o)[0].max_elem == 0
+    assert errors(torch.full((10,), 1e-20), o)[0].max_elem > 1  # (the typical size of an all-zero output is ~0)
+
+
+def test_nan_and_inf_must_sit_where_the_reference_has_them():
+    o = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)
+    ref = torch.tensor([1.0, float("inf"), 3.0])
+    assert errors(ref.clone(), o, ref)[2] == 0
+    _, _, bad, first = errors(torch.tensor([1.0, 2.0, 3.0]), o, ref)
+    assert (bad, first) == (1, 1)
+
+
+def test_the_limit_is_k_times_the_references_error_plus_the_floor():
+    o = torch.randn(4096, dtype=torch.float64)
+    ref = o.float()
+    noise = torch.randn(4096, dtype=torch.float64)
+    ok, _ = budget_for(0, (o + noise * 1e-6).float(), ref, o, DEFAULT_K, FLOOR["float32"])
+    assert ok.ok and ok.limit("rel_l2") == pytest.approx(DEFAULT_K * ok.reference.rel_l2 + FLOOR["float32"])
+    far, _ = budget_for(0, (o + noise * 1e-3).float(), ref, o, DEFAULT_K, FLOOR["float32"])
+    assert not far.ok and far.report()["ratio"] > 1000
+
+
+def test_without_an_oracle_the_candidate_is_measured_against_the_reference_within_a_derived_limit():
+    """|c - r| <= |c - o| + |r - o|: a candidate just within budget passes the derived check (twice (k+1) r + floor),
+    a stale or cached answer does not."""
+    o = torch.randn(4096, dtype=torch.float64)
+    r = (o + torch.randn(4096, dtype=torch.float64) * 1e-4).float()  # a reference 1e-4 off (an ill-conditioned task)
+    ref_err = errors(r, o)[0]
+    c = (o + torch.randn(4096, dtype=torch.float64) * DEFAULT_K * 1e-4).float()  # the candidate k times as far
+    assert derived_for(0, c, r, ref_err, DEFAULT_K, FLOOR["float32"])[0].ok
+    assert not derived_for(0, torch.randn(4096), r, ref_err, DEFAULT_K, FLOOR["float32"])[0].ok
+
+
+def test_a_report_names_the_worst_measure_with_its_numbers():
+    from kernel_gym.judge.oracle import Errors
+
+    b = OutputBudget(2, Errors(1e-5, 4e-5), Errors(1e-6, 1e-6), k=8, floor=4e-5)
+    report = b.report()
+    assert report["output"] == 2 and report["metric"] == "rel_l2" and report["ratio"] == 40
+    assert report["limit"] == pytest.approx(4.8e-5) and b.ok
+
+
+# ---- every task of the suites --------------------------------------------------------------------------------------
+def _suite_ids() -> list[str]:
+    root = pathlib.Path(__file__).resolve().parents[2] / "tasks"
+    return [f"{level}/{p.stem}" for level in ("level1", "level2") for p in sorted((root / level).glob("*.py"))]
+
+
+def _flat(out):
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+def _round_trip(model, xs, dtype, inputs=True):
+    """The model's result with its inputs (or not) and its result rounded through `dtype`."""
+    xl = [x.to(dtype).float() if inputs and x.is_floating_point() else x for x in xs]
+    return [o.to(dtype).float() for o in _flat(model(*xl))]
+
+
+@pytest.mark.timeout(300)
+def test_downcasts_fail_and_the_reference_passes_on_every_suite_task():
+    """On every task of tasks/level1 and tasks/level2 (CPU sizes): input and result rounded through bf16 or fp16, or
+    the result alone, are outside the budget; the fp32 reference itself and the rounded oracle are inside it."""
+    from kernel_gym.eval.loading import load_reference
+    from kernel_gym.tasks import load_task
+
+    torch.set_num_threads(1)
+    passed_downcasts, failed_honest = [], []
+    for tid in _suite_ids():
+        task = load_task(tid)
+        module = load_reference(task.source, task.sizes_for("cpu"))
+        torch.manual_seed(0)
+        init = list(module.get_init_inputs())
+        torch.manual_seed(0)
+        model = module.Model(*init).eval()
+        torch.manual_seed(0)
+        model64 = module.Model(*init).eval().double()
+        torch.manual_seed(1)
+        xs = list(module.get_inputs())
+        with torch.no_grad():
+            ref, exact = _flat(model(*xs)), _flat(model64(*to_float64(xs)))
+
+            downcasts = {"bf16": _round_trip(model, xs, torch.bfloat16), "fp16": _round_trip(model, xs, torch.float16),
+                         "fp16 result": _round_trip(model, xs, torch.float16, inputs=False)}
+        for i, (r, o) in enumerate(zip(ref, exact)):
+            for name, outs in downcasts.items():
+                if budget_for(i, outs[i], r, o, DEFAULT_K, FLOOR["float32"])[0].ok:
+                    passed_downcasts.append((tid, name))
+            for name, y in (("reference", r), ("rounded oracle", o.float())):
+                if not budget_for(i, y, r, o, DEFAULT_K, FLOOR["float32"])[0].ok:
+                    failed_honest.append((tid, name))
+    assert passed_downcasts == [] and failed_honest == []
+
+
+# ---- the real CPU pipeline -----------------------------------------------------------------------------------------
+def _job(code: str, task_path: pathlib.Path, **config):
+    from kernel_gym.eval.job import EvalConfig, EvalJob
+    from kernel_gym.tasks import load_task
+
+    task = load_task(str(task_path))
+    config.setdefault("compile_timeout_s", 120)
+    config.setdefault("run_timeout_s", 120)
+    return EvalJob(task_id=task.id, task_source=task.source, code=code, backend="triton",
+                   sizes=task.sizes_for("cpu"), alt_sizes=task.alt_sizes_for("cpu"), dtype=task.dtype,
+                   allow_precision=task.allow_precision, config=EvalConfig(device="cpu", **config))
+
+
+@pytest.mark.timeout(300)
+def test_a_bf16_round_trip_on_outputs_of_1e_5_is_rejected(pool):
+    """Input and result rounded through bf16 (0.3 % off) on a task whose outputs are ~1e-5: the fixed rule's atol of
+    1e-4 is ten times the outputs and accepted it; against the oracle it is thousands of times the reference's
+    error."""
+    code = (CASES / "bf16_round_trip.py").read_text()
+    result = pool.evaluate(_job(code, CASES / "task_small_outputs.py"))
+    assert result.outcome.value == "mismatch", result.message
+    assert result.mismatch.rule == "oracle" and "float64 oracle" in result.message
+    c = result.correctness
+    assert c["rule"] == "oracle" and c["candidate_error"] > 1e-3 and c["ratio"] > 1000
+    assert c["candidate_error"] > c["limit"]
+    fixed = pool.evaluate(_job(code, CASES / "task_small_outputs.py", oracle=False))
+    assert fixed.outcome.value == "correct" and fixed.correctness["rule"] == "fixed", fixed.message
+    honest = pool.evaluate(_job((CASES / "tanh_scale_honest.py").read_text(), CASES / "task_small_outputs.py"))
+    assert honest.outcome.value == "correct", honest.message
+    assert honest.correctness["rule"] == "oracle" and honest.correctness["ratio"] < 8
+
+
+@pytest.mark.timeout(300)
+def test_an_honest_reordering_beyond_the_fixed_tolerance_is_accepted(pool):
+    """A Triton row sum in blocks on a task whose fp32 reference is itself ~1e-3 off exact arithmetic: it differs
+    from the reference by far more than 1e-4 relative (the fixed rule: mismatch), and from the oracle by about as
+    much as the reference does (the budget: correct, through the timed rounds too)."""
+    code = (CASES / "offset_sum_blocked.py").read_text()
+    result = pool.evaluate(_job(code, CASES / "task_offset_sum.py"))
+    assert result.outcome.value == "correct", result.message
+    c = result.correctness
+    assert c["rule"] == "oracle" and c["reference_error"] > 1e-4 and c["candidate_error"] <= c["limit"]
+    assert result.stage_ms["oracle"] > 0 and "oracle" not in {k for k in result.stage_ms if k.startswith("timing")}
+    fixed = pool.evaluate(_job(code, CASES / "task_offset_sum.py", oracle=False))
+    assert fixed.outcome.value == "mismatch", fixed.message
+    assert fixed.mismatch.rule == "fixed" and fixed.mismatch.max_rel_err > 1e-4
+
+
+@pytest.mark.timeout(300)
+def test_a_model_without_a_float64_copy_keeps_the_fixed_rule_and_says_why(pool, solution):
+    result = pool.evaluate(_job(solution("level1/relu"), CASES / "task_float32_inside.py"))
+    assert result.outcome.value == "correct", result.message
+    assert result.correctness["rule"] == "fixed" and "float64" in result.correctness["why"]
+
+
+@pytest.mark.timeout(300)
+def test_the_budget_is_in_info_and_in_the_feedback(make_env, respond, solution):
+    env = make_env(task="level1/softmax", max_turns=1)
+    env.reset(seed=0)
+    _, _, _, _, info = env.step(respond(solution("level1/softmax")))
+    assert info["correct"], info["feedback"]
+    c = info["correctness"]
+    assert c["rule"] == "oracle" and c["k"] == DEFAULT_K and c["candidate_error"] <= c["limit"]
+    assert "float64 oracle" in info["feedback"] and f"k={DEFAULT_K:g}" in info["feedback"]
+    assert info["stage_ms"]["oracle"] <= info["stage_ms"]["correctness"]  # the oracle's time is the correctness stage's
+
+
+def test_a_preset_sets_k():
+    from kernel_gym.config import make_config
+
+    assert make_config("kevin-strict").error_budget_k == 4.0 < make_config("kevin").error_budget_k
+
+
+def test_no_budget_accepts_an_output_far_from_the_reference():
+    """A hard bound no budget loosens: an oracle gone wrong (measured on a GPU: an oracle that read its inputs before
+    the judge's copy landed) widened the budgets until a stale output passed the decoy ablation; now an output more
+    than max_rel_l2 from the reference in norm is a mismatch whatever its budget says."""
+    import types
+
+    from kernel_gym.judge.oracle import Errors, Oracle
+
+    jr = types.SimpleNamespace(cfg=types.SimpleNamespace(max_rel_l2=1e-2))
+    oracle = Oracle.__new__(Oracle)
+    oracle.jr, oracle.k = jr, 8.0
+    e = torch.randn(4096)
+    loose = OutputBudget(0, Errors(0.5, 0.5), Errors(1e-3, 1e-4), 8.0, 4e-5)  # a budget from a broken oracle
+    assert oracle._far_from_reference(0, e + 1e-6 * torch.randn(4096), e, loose) is None
+    far = oracle._far_from_reference(0, torch.randn(4096), e, loose)  # another call's output
+    assert far is not None and "relative L2 distance" in far.where
+    inaccurate_reference = OutputBudget(0, Errors(0.5, 0.5), Errors(0.1, 0.05), 8.0, 4e-5)
+    assert oracle._far_from_reference(0, e * 1.05, e, inaccurate_reference) is None
