@@ -5,8 +5,9 @@ loading and constructing: `SETUP_LIMIT_S`), the first call included. While the r
 NVRTC, a `load_inline` build, the profiler's start: `kernel_gym.eval.phases`) the request is under the job's
 compile budget instead (`compile_timeout_s`, for all of the job's compiling together), and the job lets go of its
 share of the GPU: a compile never makes a timer wait, and the time a timer makes the job wait to take its share back
-counts against no limit. After each compile segment the request's run limit starts again, and the job's overall run
-limit (`run_timeout_s`) moves by the segment's length.
+counts against no limit. After each compile segment the request's run limit and the job's (`run_timeout_s`) move by
+the segment's length: compiling is not counted and running is counted whole, so a solution that forges segments
+gains at most the compile budget, never a run limit that starts again.
 """
 
 from __future__ import annotations
@@ -42,20 +43,16 @@ class Budget:
                 self.hold.let_go()
         return self._since + self.compile_left_s
 
-    def end_compile(self) -> None:
-        """The segment is over: its time is spent, the run limit moves by it, the GPU share is taken back."""
+    def end_compile(self) -> float:
+        """The segment is over: its time is spent, the GPU share is taken back; returns the seconds the request's
+        run limit and the job's move by (the segment and the wait for the share: neither is running)."""
         if not self.in_compile:
-            return
+            return 0.0
         spent = time.monotonic() - self._since
         self.in_compile = False
         self.compile_left_s = max(self.compile_left_s - spent, 0.0)
         self.compile_ms += spent * 1e3
-        self.run_deadline += spent
-        if self.hold is not None:
-            waited = self.hold.take()
-            self.share_wait_ms += waited * 1e3
-            self.run_deadline += waited
-
-    def run_deadline_after(self, limit_s: float) -> float:
-        """The deadline of a run segment starting now."""
-        return min(time.monotonic() + limit_s, self.run_deadline)
+        waited = self.hold.take() if self.hold is not None else 0.0
+        self.share_wait_ms += waited * 1e3
+        self.run_deadline += spent + waited
+        return spent + waited

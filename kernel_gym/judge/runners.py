@@ -30,6 +30,7 @@ from kernel_gym.sandbox.channel import Channel, ChannelClosed, ChannelTimeout, s
 
 _PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 STARTUP_TIMEOUT_S = 180.0
+OUTSIDE_COMPILE_S = 300.0  # a compile segment of a request outside any job (no budget): its limit
 MAX_BUILDS = 16  # load_inline builds one request may ask the judge for (judge/builds.py)
 # Every key a runner's reply may carry (evidence); anything else is a forged message.
 REPLY_KEYS = frozenset({"id", "error", "internal_error", "launches", "stray_threads", "stray_name", "harness", "names",
@@ -168,11 +169,11 @@ class RunnerProcess:
         """Send one request and return the runner's reply (evidence, or an `error` the caller judges). Time spent
         waiting for a fresh runner to start does not count against the request's deadline. `deadline` is the
         request's run limit; the runner's compile segments in between are under the job's compile budget
-        (judge/budget.py), and the run limit starts again after each."""
+        (judge/budget.py), and the run limit moves by each one's length (compiling is not counted)."""
         t0 = time.monotonic()
         self.wait_ready()
         deadline += time.monotonic() - t0
-        limit = deadline - time.monotonic()
+        run_deadline, since = deadline, 0.0  # the request's run limit; when its compile segment began
         rid = secrets.randbits(53)  # a nonce: no reply can be written before its request exists
         message = {"op": op, "id": rid, "stage": stage, **fields}
         if fds:
@@ -182,25 +183,33 @@ class RunnerProcess:
             self._nothing_pending()
             self.channel.send(message, fds)
             reply, deadline = self._receive(deadline)
+            run_deadline = deadline
             builds = 0
             while reply.get("id") == rid and (set(reply) == {"id", "phase"} or (
                     set(reply) == {"id", "build"} and self.builds and builds < MAX_BUILDS)):
                 if "build" in reply:  # a load_inline of the candidate's, asked in the middle of this request
                     builds += 1
                     t_build = time.monotonic()
-                    build_deadline = budget.begin_compile() if budget is not None else deadline
+                    build_deadline = budget.begin_compile() if budget is not None else run_deadline
                     answer = builds_service.build(reply["build"], self.device, build_deadline)
                     self.build_ms += (time.monotonic() - t_build) * 1e3
-                    deadline = self._resume(budget, limit, deadline)
+                    run_deadline = self._resume(budget, run_deadline, t_build)
+                    deadline = run_deadline
                     self.channel.send({"id": rid, "built": answer})
                 elif reply["phase"] == "compile":
-                    deadline = budget.begin_compile() if budget is not None else deadline
+                    if not since:
+                        since = time.monotonic()
+                        deadline = budget.begin_compile() if budget is not None else since + OUTSIDE_COMPILE_S
                 elif reply["phase"] == "run":
-                    deadline = self._resume(budget, limit, deadline)
+                    if since:
+                        run_deadline = self._resume(budget, run_deadline, since)
+                    since, deadline = 0.0, run_deadline
                     self.channel.send({"id": rid, "resume": True})
                 else:
                     break
                 reply, deadline = self._receive(deadline)
+                if not since:
+                    run_deadline = deadline  # (moved by the time the runner was stopped, as `deadline` was)
         except ChannelTimeout:
             compiling = budget is not None and budget.in_compile
             self.kill()
@@ -239,12 +248,13 @@ class RunnerProcess:
                 deadline += self.stopped_s - stopped
 
     @staticmethod
-    def _resume(budget: Any, limit: float, deadline: float) -> float:
-        """A compile segment ended: the request's run limit starts again (after taking the GPU share back)."""
+    def _resume(budget: Any, deadline: float, since: float) -> float:
+        """A compile segment (begun at `since`) ended: the request's run limit moves by the segment's length (and
+        the wait to take the GPU share back), never further (a "run" with no segment before it moves nothing)."""
         if budget is None:
-            return max(deadline, time.monotonic() + limit)
-        budget.end_compile()
-        return budget.run_deadline_after(limit)
+            return deadline + (time.monotonic() - since if since else 0.0)
+        moved = budget.end_compile()
+        return min(deadline + moved, budget.run_deadline) if moved else deadline
 
     def _nothing_pending(self) -> None:
         """Bytes on the channel before a request is sent were written ahead of it: tampering (a reply queued for a

@@ -324,3 +324,17 @@ def test_the_clocks_wait_for_a_timed_calls_end_is_bounded():
     assert not _finished(Event(None), time.monotonic() + 0.2)
     assert 0.2 <= time.monotonic() - t0 < 1.0
     assert _finished(Event(5), time.monotonic() + 5)
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("forged", ["phases.TELL('run')",
+                                    "with phases.compiling():\n            time.sleep(0.01)"])
+def test_forged_segments_never_restart_the_call_limit(pool, relu_code, forged):
+    """A solution that spins while telling the judge "run" (or opening and closing tiny compile segments) gains
+    nothing: compiling is not counted, running is counted whole, so it is a timeout at the call limit."""
+    spin = relu_code(header="import time\nfrom kernel_gym.eval import phases",
+                     extra=f"while self.calls == 1:\n    {forged}\n    time.sleep(0.3)")
+    t0 = time.monotonic()
+    result = pool.evaluate(make_job(spin, call_timeout_s=2.0, checks="none"))
+    assert result.outcome is Outcome.TIMEOUT, result
+    assert time.monotonic() - t0 < 30
