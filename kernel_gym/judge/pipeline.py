@@ -28,8 +28,11 @@ def run(jr: JudgeRun) -> Timing:
     jr.stage = "timing"
     # nothing else on this GPU while a job is timed: the job waits as long as it takes (every holder's calls are
     # bounded by their own limits), and the wait is reported, never timed
-    with device_lock(jr.device, exclusive=True, timeout_s=float("inf")) as wait, quiet_others(jr):
+    with device_lock(jr.device, exclusive=True, timeout_s=float("inf")) as wait, quiet_others(jr) as missed:
         jr.stage_ms["gpu_lock_wait"] = round(wait.seconds * 1e3, 3)
+        if not wait.acquired or missed:  # said, never hidden: what ran beside these timed calls
+            jr.signals["timing_not_exclusive"] = 1.0
+            jr.signals["runners_not_stopped"] = float(len(missed or []))
         timing = jr.timed("timing", lambda: measure.timing(jr))
     with shared_gpu(jr):
         jr.timed("roofline_signals", lambda: roofline_signals(jr, timing))

@@ -43,7 +43,7 @@ _STOP_LOCK = threading.Lock()
 
 
 @contextlib.contextmanager
-def others_stopped(keep: tuple[RunnerProcess, ...]) -> Iterator[None]:
+def others_stopped(keep: tuple[RunnerProcess, ...]) -> Iterator[list[int]]:
     """While one job is timed: every other candidate runner of this judge is stopped (SIGSTOP to its process group;
     SIGCONT after). Runners that hold a share of the GPU are past already (the timer waited for them); this stops
     the others: idle ones, those loading or constructing a model, and those in a compile segment, whose GPU work
@@ -53,15 +53,17 @@ def others_stopped(keep: tuple[RunnerProcess, ...]) -> Iterator[None]:
     with _STOP_LOCK:
         others = [r for r in list(_CANDIDATES) if r not in keep and r.alive]
         t0 = time.monotonic()
-        stopped = []
+        stopped, missed = [], []
         for r in others:
             try:
                 os.killpg(r.pid, signal.SIGSTOP)
                 stopped.append(r)
-            except (ProcessLookupError, PermissionError):
+            except ProcessLookupError:  # (gone meanwhile)
                 pass
+            except PermissionError:
+                missed.append(r.pid)
     try:
-        yield
+        yield missed  # the pids that could not be stopped (the timing was not exclusive of them)
     finally:
         with _STOP_LOCK:
             spent = time.monotonic() - t0
