@@ -322,6 +322,9 @@ class WorkerPool:
                     cancel.attach(None)
                 run.close()
                 replaced = slot.after_job(result)
+            if cancel is not None and cancel.reason:  # ended from outside (its client left, the watchdog): no verdict
+                result = EvalResult(outcome=Outcome.CRASH, backend=job.backend, infra_failure=True,
+                                    message=f"the judge ended this job: {cancel.reason}", stage_ms=result.stage_ms)
             if replaced and result.outcome not in (Outcome.CORRECT, Outcome.MISMATCH):
                 result = result.replace(worker_recycled=True)  # this job's doing: say so
             result = result.replace(isolation=isolation.for_job(cand, ref))  # what confined its runners

@@ -349,3 +349,24 @@ def test_forged_segments_never_restart_the_call_limit(pool, relu_code, forged):
     result = pool.evaluate(make_job(spin, call_timeout_s=2.0, checks="none"))
     assert result.outcome is Outcome.TIMEOUT, result
     assert time.monotonic() - t0 < 30
+
+
+@pytest.mark.timeout(180)
+def test_a_job_ended_from_outside_is_no_verdict(pool, relu_code):
+    """A running job the judge ends (its client left, or the watchdog: `Cancel`) has its runner killed at once and
+    is an infrastructure failure that says why, never a verdict on the solution (a SIGKILL would read as oom)."""
+    import concurrent.futures
+
+    from kernel_gym.judge.faults import Cancel
+
+    cancel = Cancel()
+    job = make_job(relu_code(extra=SPIN_FIRST_CALL), call_timeout_s=120.0, run_timeout_s=120.0)
+    with concurrent.futures.ThreadPoolExecutor(1) as ex:
+        future = ex.submit(pool.evaluate, job, cancel)
+        time.sleep(8.0)  # inside its first call, spinning
+        t0 = time.monotonic()
+        cancel.cancel("the watchdog: past its outer limit")
+        result = future.result(timeout=60)
+    assert time.monotonic() - t0 < 10
+    assert result.outcome is Outcome.CRASH and result.infra_failure, result
+    assert "the watchdog" in result.message
