@@ -5,9 +5,10 @@ The code is the response's last fenced code block; the reasoning is the text aro
 
 from __future__ import annotations
 
-import ast
 import re
 from dataclasses import dataclass
+
+from kernel_gym.pyast import parse_source
 
 DEFAULT_MAX_RESPONSE_CHARS = 1_000_000
 DEFAULT_MAX_CODE_CHARS = 100_000
@@ -121,7 +122,7 @@ def parse_action(
     if len(code) > max_code_chars:
         return fail(f"the code block is {len(code):,} characters, over the limit of {max_code_chars:,}", reasoning, code, (start, end))
     try:
-        ast.parse(code)
+        parse_source(code)
     except SyntaxError as e:
         where = f"line {e.lineno}" + (f", column {e.offset}" if e.offset else "")
         snippet = (e.text or "").rstrip()

@@ -17,13 +17,14 @@ Conventions (the value of an attempt is its speedup when correct, else 0):
 
 from __future__ import annotations
 
-import ast
 import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from kernel_gym.pyast import parse_source
 
 BOOTSTRAP_SAMPLES = 2000
 """Resamples of the task set behind each interval (the percentile bootstrap; seeded, so reports are reproducible)."""
@@ -184,7 +185,7 @@ def not_okay_reason(response: object) -> str | None:
     if not code.strip():
         return "empty_code_block"
     try:
-        ast.parse(code)
+        parse_source(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return "unparseable"
     return None

@@ -9,7 +9,7 @@ a preset (``strict``, ``kevin-strict``, ``standard``, ``permissive``) selects wh
 
 from __future__ import annotations
 
-import ast
+from kernel_gym.pyast import parse_source
 
 from . import rules as _rules  # noqa: F401  (registers every rule)
 from .context import Context
@@ -54,7 +54,7 @@ def run_static_checks(code: str, preset: str = "standard", *, backend: str | Non
     """
     p = get_preset(preset)
     try:
-        tree = ast.parse(code)
+        tree = parse_source(code)
     except (SyntaxError, ValueError):
         return []
     ctx = Context(code, tree, p, backend, task_dtype, allow_precision, task_policy(task_source))

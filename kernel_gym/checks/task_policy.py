@@ -33,6 +33,8 @@ import ast
 from dataclasses import dataclass
 from functools import lru_cache
 
+from kernel_gym.pyast import parse_source
+
 from .allowlists import NN_GEMM, NN_NONCOMPUTE, TENSOR_COMPUTE, TENSOR_GEMM, TENSOR_OK, TORCH_GEMM, torch_name_ok
 from .astutil import Names
 
@@ -104,7 +106,7 @@ def task_policy(source: str | None) -> TaskPolicy:
     if not source:
         return PERMISSIVE
     try:
-        tree = ast.parse(source)
+        tree = parse_source(source)
     except (SyntaxError, ValueError):
         return PERMISSIVE
     classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from kernel_gym.eval.result import EvalResult, Outcome
+from kernel_gym.pyast import parse_source
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,7 @@ def _full_precision(call: ast.Call) -> bool:
 def tf32_dot_lines(code: str) -> list[int]:
     """Lines of `tl.dot` calls that run in TF32 on fp32 inputs (no `input_precision="ieee"` / `allow_tf32=False`)."""
     try:
-        tree = ast.parse(code)
+        tree = parse_source(code)
     except (SyntaxError, ValueError):
         return []
     names = _tl_names(tree)

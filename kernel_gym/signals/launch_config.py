@@ -17,6 +17,8 @@ import ast
 import operator
 import re
 
+from kernel_gym.pyast import parse_source
+
 _SIZEOF = {"char": 1, "int8_t": 1, "uint8_t": 1, "bool": 1, "short": 2, "half": 2, "__half": 2, "at::Half": 2,
            "__nv_bfloat16": 2, "at::BFloat16": 2, "int": 4, "float": 4, "unsigned": 4, "int32_t": 4, "uint32_t": 4,
            "unsigned int": 4, "double": 8, "long": 8, "int64_t": 8, "uint64_t": 8, "size_t": 8, "long long": 8,
@@ -78,7 +80,7 @@ def evaluate(expr: str, defs: dict[str, str | None], depth: int = 0) -> int | No
     if depth > 8:
         return None
     try:
-        tree = ast.parse(_to_python(expr).strip(), mode="eval").body
+        tree = parse_source(_to_python(expr).strip(), mode="eval").body
     except SyntaxError:
         return None
 

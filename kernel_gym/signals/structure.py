@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 
+from kernel_gym.pyast import parse_source
 from kernel_gym.signals.structure_cuda import cuda_structure
 from kernel_gym.signals.structure_triton import triton_structure
 
@@ -19,7 +20,7 @@ def cuda_source_strings(code: str) -> str:
     """The CUDA source held in a Python solution's string literals (those that look like CUDA), joined; the whole
     text when it does not parse as Python (it is then taken to be CUDA source itself)."""
     try:
-        tree = ast.parse(code)
+        tree = parse_source(code)
     except SyntaxError:
         return code
     parts = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)

@@ -11,6 +11,7 @@ import ast
 import re
 from dataclasses import dataclass, field
 
+from kernel_gym.pyast import parse_source
 from kernel_gym.signals._linear import Linearizer, classify
 
 FEATURES = {
@@ -119,7 +120,7 @@ def to_python(expr: str) -> ast.AST | None:
     text = re.sub(r"(\d+(?:\.\d*)?)(?:[uUlLfF]+)\b", r"\1", text).replace("/", "//").replace("->", ".")
     text = text.replace("&&", " and ").replace("||", " or ").replace("!", " not ").replace(" not =", "!=")
     try:
-        return ast.parse(text.strip(), mode="eval").body
+        return parse_source(text.strip(), mode="eval").body
     except SyntaxError:
         return None
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 
+from kernel_gym.pyast import parse_source
 from kernel_gym.signals._linear import Linearizer, classify
 
 _REDUCTIONS = {"sum", "max", "min", "reduce", "argmax", "argmin", "xor_sum", "cumsum", "cumprod",
@@ -95,7 +96,7 @@ def triton_structure(code: str) -> dict[str, float]:
     from kernel_gym.signals.structure_cuda import coalescing_signals
 
     try:
-        tree = ast.parse(code)
+        tree = parse_source(code)
     except SyntaxError:
         return {}
     fns = jit_functions(tree)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from kernel_gym.errors import TaskFormatError
+from kernel_gym.pyast import parse_source
 
 REQUIRED = ("Model", "get_inputs", "get_init_inputs")
 METADATA_NAME = "KERNEL_GYM"
@@ -76,7 +77,7 @@ def _literal_assignments(tree: ast.Module) -> dict[str, Any]:
 def parse_task(task_id: str, source: str, path: Path | None = None, level: int | None = None) -> Task:
     """Validate the KernelBench shape of `source` without running it, and read its metadata."""
     try:
-        tree = ast.parse(source)
+        tree = parse_source(source)
     except SyntaxError as e:
         raise TaskFormatError(f"task {task_id!r} is not valid Python: {e}") from e
     defined = {n.name for n in tree.body if isinstance(n, (ast.ClassDef, ast.FunctionDef))}
