@@ -166,7 +166,8 @@ def test_an_honest_reordering_beyond_the_fixed_tolerance_is_accepted(pool):
     result = pool.evaluate(_job(code, CASES / "task_offset_sum.py"))
     assert result.outcome.value == "correct", result.message
     c = result.correctness
-    assert c["rule"] == "oracle" and c["reference_error"] > 1e-4 and c["candidate_error"] <= c["limit"]
+    # (the reference is far from exact arithmetic: its error depends on the job's secret inputs, ~5e-5 to ~1e-3)
+    assert c["rule"] == "oracle" and c["reference_error"] > 2e-5 and c["candidate_error"] <= c["limit"]
     assert result.stage_ms["oracle"] > 0 and "oracle" not in {k for k in result.stage_ms if k.startswith("timing")}
     fixed = pool.evaluate(_job(code, CASES / "task_offset_sum.py", oracle=False))
     assert fixed.outcome.value == "mismatch", fixed.message
