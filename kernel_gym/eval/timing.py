@@ -329,6 +329,14 @@ def _acquire(handle: Any, mode: int, deadline: float) -> bool:
             time.sleep(0.002)
 
 
+def _take_shared(main: Any, gate: Any, deadline: float) -> bool:
+    """A shared hold of `main`, taken behind the turnstile (`gate`: a waiting timer goes first) by `deadline`."""
+    if not _acquire(gate, fcntl.LOCK_EX, deadline):
+        return False
+    fcntl.flock(gate, fcntl.LOCK_UN)
+    return _acquire(main, fcntl.LOCK_SH, deadline)
+
+
 class SharedHold:
     """A shared hold of the GPU's lock that its job lets go of and takes again: a job's compile segments (its runner
     compiling, holding no GPU) never make a timer wait (judge/budget.py). Same lock, turnstile and LOCK_TIMEOUT_S-free
@@ -337,7 +345,6 @@ class SharedHold:
     def __init__(self, device: torch.device):
         self.paths = _lock_paths(device)
         self._main: Any = None
-        self.waited_s = 0.0
 
     @property
     def held(self) -> bool:
@@ -351,16 +358,12 @@ class SharedHold:
         main = open(self.paths[0], "a")
         try:
             with open(self.paths[1], "a") as gate:
-                _acquire(gate, fcntl.LOCK_EX, float("inf"))
-                fcntl.flock(gate, fcntl.LOCK_UN)
-            _acquire(main, fcntl.LOCK_SH, float("inf"))
+                _take_shared(main, gate, float("inf"))
         except BaseException:
             main.close()
             raise
         self._main = main
-        waited = _perf_counter() - t0
-        self.waited_s += waited
-        return waited
+        return _perf_counter() - t0
 
     def let_go(self) -> None:
         if self._main is not None:
@@ -396,9 +399,8 @@ def device_lock(device: torch.device, *, exclusive: bool, timeout_s: float | Non
                         acquired = _acquire(main, fcntl.LOCK_EX, deadline)
                     finally:
                         fcntl.flock(gate, fcntl.LOCK_UN)
-        elif _acquire(gate, fcntl.LOCK_EX, deadline):
-            fcntl.flock(gate, fcntl.LOCK_UN)
-            acquired = _acquire(main, fcntl.LOCK_SH, deadline)
+        else:
+            acquired = _take_shared(main, gate, deadline)
         try:
             yield LockWait(_perf_counter() - t0, acquired)
         finally:

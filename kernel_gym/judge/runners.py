@@ -254,7 +254,7 @@ class RunnerProcess:
         """A compile segment (begun at `since`) ended: the request's run limit moves by the segment's length (and
         the wait to take the GPU share back), never further (a "run" with no segment before it moves nothing)."""
         if budget is None:
-            return deadline + (time.monotonic() - since if since else 0.0)
+            return deadline + time.monotonic() - since
         moved = budget.end_compile()
         return min(deadline + moved, budget.run_deadline) if moved else deadline
 
@@ -265,9 +265,7 @@ class RunnerProcess:
             raise ValueError("bytes arrived on the runner's channel before the judge's request")
         try:
             peek = self.channel.sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError:
+        except OSError:  # nothing there (BlockingIOError), or a closed channel
             return
         if peek:
             raise ValueError("bytes arrived on the runner's channel before the judge's request")

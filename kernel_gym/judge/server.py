@@ -31,6 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from kernel_gym.judge import builds
+from kernel_gym.judge.faults import Cancel
+from kernel_gym.judge.peers import PeerGate
 from kernel_gym.paths import unix_address
 from kernel_gym.sandbox import isolation
 
@@ -53,13 +55,7 @@ class Running:
     client: int
     started: float
     limit_s: float
-    cancel: Any = field(default_factory=lambda: _cancel())
-
-
-def _cancel() -> Any:
-    from kernel_gym.judge.faults import Cancel
-
-    return Cancel()
+    cancel: Cancel = field(default_factory=Cancel)
 
 
 # A running job's outer limit beyond its own (compile budget + run limit + loading and constructing, twice: the
@@ -143,6 +139,7 @@ class JudgeServer:
         self.lock = threading.Lock()
         self.clients: dict[int, Connection] = {}
         self.inflight: dict[int, Running] = {}  # running jobs by a key of their own
+        self.peer_gate = PeerGate()  # who may connect: the judge's own uid, none of its own processes (runners)
         self.next_job = 0
         self.cancelled = 0  # running jobs ended because their client went away
         self.overdue = 0  # running jobs the watchdog ended (past their outer limit)
@@ -176,9 +173,6 @@ class JudgeServer:
         os.chmod(self.socket_path, 0o600)  # this user's clients only
         listener.listen(64)
         listener.settimeout(1.0)
-        from kernel_gym.judge.peers import PeerGate
-
-        self.peer_gate = PeerGate()  # who may connect: the judge's own uid, none of its own processes (runners)
         for i in range(self.slots):
             threading.Thread(target=self._dispatch, daemon=True, name=f"judge-slot-{i}").start()
         threading.Thread(target=self._watchdog, daemon=True, name="judge-watchdog").start()
@@ -360,7 +354,7 @@ class JudgeServer:
                     "idle_releases": self.idle_releases, "gpu_reserved_mb": self.pool.reserved_mb(),
                     "spare_builders": builds.SPARES.waiting(),
                     "isolation": isolation.summary(),  # runners' uid, capabilities, namespaces; "weak" if short
-                    "refused_peers": getattr(getattr(self, "peer_gate", None), "refused", 0)}
+                    "refused_peers": self.peer_gate.refused}
 
 
 def outer_limit_s(job: Any) -> float:
