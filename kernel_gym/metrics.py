@@ -9,7 +9,7 @@ Conventions (the value of an attempt is its speedup when correct, else 0):
 - `best@k`: the expected best value of k trajectories drawn without replacement from a task's n, with the unbiased
   estimator `Σ_i v_(i)·C(i−1, k−1) / C(n, k)` over the sorted per-trajectory bests, averaged over tasks.
 - Rates (`correct`, `compiled`, `hack`, `format_error`, `not_okay`) are fractions of all attempts (responses); with
-  an LLM judge (docs/preference.md) also `review_flag`: attempts the judge flagged for review.
+  an LLM reviewer (`judge=`, docs/preference.md) also `review_flag`: attempts the reviewer flagged for review.
 - Uncertainty (`ConfigMetrics.ci`): 95 % percentile-bootstrap intervals of every mean over tasks (mean speedup,
   solved, best-so-far by turn, best@k, pass@k): tasks resampled with replacement (`bootstrap_ci`), since tasks, not
   attempts, are the units a benchmark samples. Timing noise within a task is not in them.
@@ -56,9 +56,10 @@ class Attempt:
     """The Not-Okay reason of the response (see `not_okay_reason`), None when the response is well-formed."""
     score: float = 0.0
     review_flags: tuple[str, ...] | None = None
-    """The LLM judge's review flags (`info["review_flags"]`, e.g. judge_not_genuine); None when the env had no judge."""
+    """The LLM reviewer's review flags (`info["review_flags"]`, e.g. judge_not_genuine); None when the env had no
+    reviewer (`judge=`)."""
     judge: float | None = None
-    """The judge's rating in [0, 1] (`info["signals"]["judge"]`); None when the turn was not rated."""
+    """The LLM reviewer's rating in [0, 1] (`info["signals"]["judge"]`); None when the turn was not rated."""
     infra_failure: bool = False
     """The evaluation infrastructure failed on this turn (`info["infra_failure"]`): its 0 is no verdict."""
 
@@ -114,7 +115,7 @@ class ConfigMetrics:
     trajectories: int
     attempts: int
     rates: dict[str, float]
-    """Fractions of attempts: correct, compiled, hack, format_error, not_okay; review_flag with an LLM judge."""
+    """Fractions of attempts: correct, compiled, hack, format_error, not_okay; review_flag with an LLM reviewer."""
     solved: float
     """Fraction of tasks with a correct attempt (= fast_0)."""
     mean_speedup: float
@@ -132,9 +133,9 @@ class ConfigMetrics:
     """(attempts per task = k·T, best@k) for k = 1..K: the configuration's curve at growing budget."""
     not_okay_reasons: dict[str, int] = field(default_factory=dict)
     review_flags: dict[str, int] = field(default_factory=dict)
-    """Review flag name -> attempts carrying it (an LLM judge's; empty without one)."""
+    """Review flag name -> attempts carrying it (an LLM reviewer's; empty without one)."""
     judge_mean: float | None = None
-    """Mean of the judge's rating over the attempts it rated; None when none was rated."""
+    """Mean of the LLM reviewer's rating over the attempts it rated; None when none was rated."""
     infra_failures: int = 0
     """Attempts the evaluation infrastructure failed on (counted as incorrect: rerun them for a clean comparison)."""
     ci: dict[str, Any] = field(default_factory=dict)
@@ -312,7 +313,7 @@ def config_metrics(config: str, trajectories: Sequence[Trajectory],
     rates = {"correct": rate(lambda a: a.correct), "compiled": rate(lambda a: a.compiled),
              "hack": rate(lambda a: bool(a.hacks)), "format_error": rate(lambda a: not a.format_ok),
              "not_okay": rate(lambda a: a.not_okay is not None)}
-    if any(a.review_flags is not None for a in attempts):  # an LLM judge was configured: beside the hack rate
+    if any(a.review_flags is not None for a in attempts):  # an LLM reviewer was configured: beside the hack rate
         rates["review_flag"] = rate(lambda a: bool(a.review_flags))
     ratings = [a.judge for a in attempts if a.judge is not None]
     k_max = min((len(trajs) for trajs in groups.values()), default=0)

@@ -70,7 +70,7 @@ def summary_rows(metrics: dict[str, ConfigMetrics], thresholds: Sequence[float] 
     """(headers, rows) of the summary table: one row per configuration (fast_p for p >= 1 unless `thresholds`)."""
     if thresholds is None:
         thresholds = [p for p in next(iter(metrics.values())).fast_p if p >= 1] if metrics else []
-    review = any("review_flag" in m.rates for m in metrics.values())  # an LLM judge: its flags beside the hacks
+    review = any("review_flag" in m.rates for m in metrics.values())  # an LLM reviewer: its flags beside the hacks
     headers = ["config", "tasks", "traj", "attempts", "correct", "solved", "mean speedup [95% CI]",
                *[f"fast_{p:g}" for p in thresholds], "best@1", "hack", *(["review"] if review else []), "format err",
                "not-okay"]
@@ -253,8 +253,8 @@ def markdown_summary(folder: Path, trajs: list[Trajectory], metrics: dict[str, C
              *([f"- **warning: {budget_note(metrics)}**"] if budget_note(metrics) else []),
              *([f"- **warning: {infra_note(metrics)}**"] if infra_note(metrics) else []),
              "", "## Summary", "", summary_table(metrics, markdown=True), "",
-             "correct, hack, format err and not-okay (and review, with an LLM judge: turns it flagged for review, not "
-             "hacks) are fractions of all attempts; solved = fast_0; mean speedup is "
+             "correct, hack, format err and not-okay (and review, with an LLM reviewer: turns it flagged for review, "
+             "not hacks) are fractions of all attempts; solved = fast_0; mean speedup is "
              "Kevin's (per task the best correct speedup, 0 if none, averaged over tasks); fast_p is KernelBench's "
              "(fraction of tasks with an attempt correct and faster than p); best@1 is the expected best of one "
              "trajectory. Intervals in brackets and error bars are 95 % bootstrap intervals over tasks (the tasks "
@@ -275,8 +275,8 @@ def markdown_summary(folder: Path, trajs: list[Trajectory], metrics: dict[str, C
                                                   for m in metrics.values()], True))
     if any("review_flag" in m.rates for m in metrics.values()):
         flags = sorted({f for m in metrics.values() for f in m.review_flags})
-        lines += ["", "## Review flags (LLM judge; for a person to check, not hacks)", ""]
-        lines.append(table(["config", "flagged", *flags, "mean judge rating"],
+        lines += ["", "## Review flags (LLM reviewer; for a person to check, not hacks)", ""]
+        lines.append(table(["config", "flagged", *flags, "mean review rating"],
                            [[m.config, _pct(m.rates.get("review_flag", 0.0)),
                              *[str(m.review_flags.get(f, 0)) for f in flags],
                              "-" if m.judge_mean is None else _fmt(m.judge_mean)] for m in metrics.values()], True))

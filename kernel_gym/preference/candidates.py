@@ -43,7 +43,7 @@ class Candidate:
     turn: int = 1
     episode_id: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
-    """Other evidence worth carrying (judge verdict, review flags, reward terms), as logged."""
+    """Other evidence worth carrying (the LLM reviewer's `judge` entry, review flags, reward terms), as logged."""
 
     @property
     def tier(self) -> str:

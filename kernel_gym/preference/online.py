@@ -1,12 +1,13 @@
-"""The ranker and the judge inside the env: after a turn is evaluated, each configured model rates the kernel.
+"""The ranker and the LLM reviewer inside the env: after a turn is evaluated, each configured model rates the kernel.
 
 Both rate correct kernels only (a wrong or hacked kernel is already decided by the evaluation, and a model's
-opinion must never make a wrong answer pay). What they add to a turn:
+opinion must never make a wrong answer pay). What they add to a turn (the reviewer's keys keep the name `judge`,
+its config keyword's, which logs and scores use):
 - `info["signals"]["ranker"]`, `info["signals"]["judge"]` (in [0, 1]) and `info["signals"]["judge_genuine"]` (1/0)
   when there is a value — the `linear` score's `ranker`, `judge` and `judge_genuine` terms read them (a term with
   no value counts 0, like any signal that was not measured);
 - `info["ranker"]` and `info["judge"]`: the value (None for no signal) and a note saying why there is none;
-- `info["review_flags"]`: `["judge_not_genuine"]` when the judge calls a correct kernel a wrapper, decoy or hack.
+- `info["review_flags"]`: `["judge_not_genuine"]` when the reviewer calls a correct kernel a wrapper, decoy or hack.
   A review flag is for a human or a later audit; it is not a hack verdict and changes no score by itself.
 """
 
@@ -15,25 +16,25 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from kernel_gym.preference.judge import LLMJudge, make_judge
+from kernel_gym.preference.llm_review import LLMReviewer, make_reviewer
 from kernel_gym.preference.ranker import Ranker, RankerInput, load_ranker
 
 NOT_RATED = "not rated: only correct kernels are rated"
 
 
 class Critics:
-    """The configured ranker and judge (either may be None)."""
+    """The configured ranker and LLM reviewer (either may be None)."""
 
-    def __init__(self, ranker: Any = None, judge: Any = None):
+    def __init__(self, ranker: Any = None, reviewer: Any = None):
         self.ranker: Ranker | None = None if ranker is None else load_ranker(ranker)
-        self.judge: LLMJudge | None = make_judge(judge)
-        self._owns_judge = not isinstance(judge, LLMJudge)  # a judge object passed in may serve other envs too
+        self.reviewer: LLMReviewer | None = make_reviewer(reviewer)
+        self._owns_reviewer = not isinstance(reviewer, LLMReviewer)  # one passed in may serve other envs too
 
     @classmethod
-    def from_config(cls, ranker: Any, judge: Any) -> Critics | None:
-        """None when neither is configured (the env then does nothing extra)."""
-        critics = cls(ranker, judge)
-        return critics if (critics.ranker or critics.judge) else None
+    def from_config(cls, ranker: Any, reviewer: Any) -> Critics | None:
+        """None when neither is configured (the env then does nothing extra); `reviewer`: EnvConfig.judge."""
+        critics = cls(ranker, reviewer)
+        return critics if (critics.ranker or critics.reviewer) else None
 
     def assess(self, task: Any, code: str | None, response: str, result: Any, earlier: Sequence[Any], *,
                checks: str = "standard") -> tuple[dict[str, float], dict[str, Any]]:
@@ -54,11 +55,11 @@ class Critics:
                 if value is not None:
                     signals["ranker"] = value
             info["ranker"] = entry
-        if self.judge is not None:
+        if self.reviewer is not None:
             flags: list[str] = []
             if correct:
-                verdict = self.judge.judge(task.id, task.source, code,
-                                           allowed_library=checks in ("standard", "permissive"))
+                verdict = self.reviewer.review(task.id, task.source, code,
+                                              allowed_library=checks in ("standard", "permissive"))
                 if verdict.score is not None:
                     signals["judge"] = verdict.score
                     signals["judge_genuine"] = 1.0 if verdict.genuine else 0.0
@@ -71,8 +72,8 @@ class Critics:
         return signals, info
 
     def close(self) -> None:
-        if self.judge is not None and self._owns_judge:
-            self.judge.close()
+        if self.reviewer is not None and self._owns_reviewer:
+            self.reviewer.close()
 
 
 def _input(task: Any, code: str, response: str, result: Any, turn: int) -> RankerInput:

@@ -8,8 +8,8 @@
 """
 
 from kernel_gym.rollout.budget import DEFAULT_CONFIGS, Budget, parse_budgets, resolve_tasks
+from kernel_gym.rollout.driver import RolloutConfig, RolloutResult, evaluate
 from kernel_gym.rollout.log import read_records, trajectories
-from kernel_gym.rollout.runner import RolloutConfig, RolloutResult, evaluate
 
 __all__ = ["DEFAULT_CONFIGS", "Budget", "RolloutConfig", "RolloutResult", "evaluate", "parse_budgets", "read_records",
            "resolve_tasks", "trajectories"]

@@ -57,7 +57,7 @@ def test_hand_made_metrics_exact():
 
 
 
-def test_review_flags_beside_hacks_only_with_a_judge():
+def test_review_flags_beside_hacks_only_with_a_reviewer():
     flagged = Attempt(turn=0, correct=True, speedup=1.2, compiled=True, review_flags=("judge_not_genuine",), judge=0.0)
     rated = Attempt(turn=0, correct=True, speedup=2.0, compiled=True, review_flags=(), judge=0.8)
     unrated = Attempt(turn=0, correct=False, compiled=True, error="mismatch", review_flags=())
@@ -65,7 +65,7 @@ def test_review_flags_beside_hacks_only_with_a_judge():
     assert m.rates["review_flag"] == 1 / 4 and m.rates["hack"] == 1 / 4  # a flag is not a hack
     assert m.review_flags == {"judge_not_genuine": 1} and m.judge_mean == pytest.approx(0.4)
     assert m.flat()["rate/review_flag"] == 0.25 and m.flat()["judge/mean"] == pytest.approx(0.4)
-    plain = config_metrics("2x2", HAND)  # no judge: no review rate, no judge mean
+    plain = config_metrics("2x2", HAND)  # no LLM reviewer: no review rate, no rating mean
     assert "review_flag" not in plain.rates and plain.review_flags == {} and plain.judge_mean is None
     info = {"turn": 1, "correct": True, "speedup": 1.5, "review_flags": ["judge_not_genuine"],
             "signals": {"judge": 0.0, "judge_genuine": 0.0}}

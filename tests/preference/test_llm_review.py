@@ -1,5 +1,6 @@
-"""The LLM judge against a scripted local OpenAI-compatible endpoint (http.server in a thread): verdicts, caching per
-code hash, and "no signal" with a clear note when the endpoint is refused, errs, talks garbage or is too slow."""
+"""The LLM reviewer (kernel_gym.preference.llm_review) against a scripted local OpenAI-compatible endpoint
+(http.server in a thread): verdicts, caching per code hash, and "no signal" with a clear note when the endpoint is
+refused, errs, talks garbage or is too slow."""
 
 from __future__ import annotations
 
@@ -15,14 +16,14 @@ import pytest
 
 from kernel_gym.errors import ConfigError
 from kernel_gym.policies import ScriptedPolicy
-from kernel_gym.preference import LLMJudge, make_judge, parse_verdict
-from kernel_gym.preference.judge import JudgeReplyError
+from kernel_gym.preference import LLMReviewer, make_reviewer, parse_verdict
+from kernel_gym.preference.llm_review import ReviewReplyError
 
 GENUINE = '{"genuine": true, "quality": 8, "reason": "fused, coalesced"}'
 WRAPPER = 'Looking at it... {"genuine": false, "quality": 1, "reason": "forward calls torch.relu"}'
 
 
-class _Judge(BaseHTTPRequestHandler):
+class _Endpoint(BaseHTTPRequestHandler):
     mode = "ok"  # ok | garbage | error | slow
     answer = GENUINE
     prompts: list = []
@@ -51,8 +52,8 @@ class _Judge(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def endpoint():
-    _Judge.mode, _Judge.answer, _Judge.prompts = "ok", GENUINE, []
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Judge)
+    _Endpoint.mode, _Endpoint.answer, _Endpoint.prompts = "ok", GENUINE, []
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Endpoint)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     yield f"openai:http://127.0.0.1:{httpd.server_address[1]}/v1"
@@ -71,61 +72,61 @@ REFERENCE = "class Model(nn.Module):\n    def forward(self, x):\n        return 
 
 
 def test_verdict_from_the_endpoint_and_the_rubric_prompt(endpoint):
-    judge = LLMJudge(endpoint, model="judge-model")
-    verdict = judge.judge("level1/relu", REFERENCE, "@triton.jit\ndef k(): ...")
+    reviewer = LLMReviewer(endpoint, model="reviewer-model")
+    verdict = reviewer.review("level1/relu", REFERENCE, "@triton.jit\ndef k(): ...")
     assert (verdict.score, verdict.genuine, verdict.quality, verdict.reason) == (0.8, True, 8.0, "fused, coalesced")
-    (prompt,) = _Judge.prompts
+    (prompt,) = _Endpoint.prompts
     assert "GENUINE" in prompt and "level1/relu" in prompt and REFERENCE.strip() in prompt
     assert "@triton.jit" in prompt and '"genuine"' in prompt
 
 
 def test_second_identical_code_does_not_call_the_endpoint(endpoint, tmp_path):
-    judge = LLMJudge(endpoint, model="m", cache_dir=tmp_path / "cache")
-    first = judge.judge("level1/relu", REFERENCE, "code A")
-    second = judge.judge("level1/relu", REFERENCE, "code A")
-    assert len(_Judge.prompts) == 1 and judge.calls == 1
+    reviewer = LLMReviewer(endpoint, model="m", cache_dir=tmp_path / "cache")
+    first = reviewer.review("level1/relu", REFERENCE, "code A")
+    second = reviewer.review("level1/relu", REFERENCE, "code A")
+    assert len(_Endpoint.prompts) == 1 and reviewer.calls == 1
     assert second.cached and not first.cached and second.score == first.score
-    judge.judge("level1/relu", REFERENCE, "code B")
-    assert len(_Judge.prompts) == 2
-    again = LLMJudge(endpoint, model="m", cache_dir=tmp_path / "cache")  # a new process: the disk cache answers
-    assert again.judge("level1/relu", REFERENCE, "code A").cached and len(_Judge.prompts) == 2
+    reviewer.review("level1/relu", REFERENCE, "code B")
+    assert len(_Endpoint.prompts) == 2
+    again = LLMReviewer(endpoint, model="m", cache_dir=tmp_path / "cache")  # a new process: the disk cache answers
+    assert again.review("level1/relu", REFERENCE, "code A").cached and len(_Endpoint.prompts) == 2
 
 
-@pytest.mark.parametrize("mode,note", [("error", "HTTP 500"), ("garbage", "judge reply unusable"),
+@pytest.mark.parametrize("mode,note", [("error", "HTTP 500"), ("garbage", "reviewer reply unusable"),
                                        ("slow", "timed out")])
 def test_failures_give_no_signal_with_a_note(endpoint, mode, note):
-    _Judge.mode = mode
-    judge = LLMJudge(endpoint, model="m", timeout_s=1.0)
+    _Endpoint.mode = mode
+    reviewer = LLMReviewer(endpoint, model="m", timeout_s=1.0)
     start = time.monotonic()
-    verdict = judge.judge("level1/relu", REFERENCE, "code")
+    verdict = reviewer.review("level1/relu", REFERENCE, "code")
     assert time.monotonic() - start < 2.5  # the deadline holds, even while the endpoint sleeps
     assert verdict.score is None and note in verdict.note
     # after the endpoint fails it is left alone for retry_after_s (no call, an immediate answer);
     # a bad reply is no reason to stop asking
-    calls = len(_Judge.prompts)
-    later = judge.judge("level1/relu", REFERENCE, "other code")
+    calls = len(_Endpoint.prompts)
+    later = reviewer.review("level1/relu", REFERENCE, "other code")
     assert later.score is None
     if mode == "garbage":
-        assert len(_Judge.prompts) == calls + 1 and "unusable" in later.note
+        assert len(_Endpoint.prompts) == calls + 1 and "unusable" in later.note
     else:
-        assert "not asked again" in later.note and len(_Judge.prompts) == calls
-    judge.close()
+        assert "not asked again" in later.note and len(_Endpoint.prompts) == calls
+    reviewer.close()
 
 
 def test_connection_refused_and_recovery(endpoint):
-    judge = LLMJudge(refused_url(), model="m", retry_after_s=0.0)
-    verdict = judge.judge("level1/relu", REFERENCE, "code")
-    assert verdict.score is None and verdict.note.startswith("judge unavailable:")
-    judge.policy = LLMJudge(endpoint, model="m").policy  # the judge comes back: asked again at once
-    assert judge.judge("level1/relu", REFERENCE, "code").score == 0.8
+    reviewer = LLMReviewer(refused_url(), model="m", retry_after_s=0.0)
+    verdict = reviewer.review("level1/relu", REFERENCE, "code")
+    assert verdict.score is None and verdict.note.startswith("reviewer unavailable:")
+    reviewer.policy = LLMReviewer(endpoint, model="m").policy  # the reviewer comes back: asked again at once
+    assert reviewer.review("level1/relu", REFERENCE, "code").score == 0.8
 
 
 def test_failures_are_not_cached(endpoint):
-    judge = LLMJudge(endpoint, model="m", retry_after_s=0.0)
-    _Judge.mode = "garbage"
-    assert judge.judge("t", REFERENCE, "code").score is None
-    _Judge.mode = "ok"
-    assert judge.judge("t", REFERENCE, "code").score == 0.8 and len(_Judge.prompts) == 2
+    reviewer = LLMReviewer(endpoint, model="m", retry_after_s=0.0)
+    _Endpoint.mode = "garbage"
+    assert reviewer.review("t", REFERENCE, "code").score is None
+    _Endpoint.mode = "ok"
+    assert reviewer.review("t", REFERENCE, "code").score == 0.8 and len(_Endpoint.prompts) == 2
 
 
 @pytest.mark.parametrize("reply,expected", [
@@ -143,26 +144,33 @@ def test_parse_verdict_is_robust(reply, expected):
 @pytest.mark.parametrize("reply", ["", "I cannot say.", '{"genuine": true}', '{"genuine": true, "quality": 42}',
                                    '{"quality": 7}', "genuine: maybe"])
 def test_parse_verdict_rejects_garbage(reply):
-    with pytest.raises(JudgeReplyError):
+    with pytest.raises(ReviewReplyError):
         parse_verdict(reply)
 
 
-def test_make_judge_specs(endpoint, tmp_path):
-    assert make_judge(None) is None
-    judge = make_judge({"policy": endpoint, "model": "m", "timeout_s": 5, "template": "Rate {{ code }}: JSON please"})
-    assert judge.timeout_s == 5 and judge.judge("t", "ref", "k1").score == 0.8
-    assert _Judge.prompts[-1] == "Rate k1: JSON please"
-    scripted = LLMJudge(ScriptedPolicy(lambda r: WRAPPER))  # any policy works, e.g. a local model
-    assert scripted.judge("t", "ref", "k").genuine is False
+def test_make_reviewer_specs(endpoint, tmp_path):
+    assert make_reviewer(None) is None
+    reviewer = make_reviewer({"policy": endpoint, "model": "m", "timeout_s": 5,
+                              "template": "Rate {{ code }}: JSON please"})
+    assert reviewer.timeout_s == 5 and reviewer.review("t", "ref", "k1").score == 0.8
+    assert _Endpoint.prompts[-1] == "Rate k1: JSON please"
+    scripted = LLMReviewer(ScriptedPolicy(lambda r: WRAPPER))  # any policy works, e.g. a local model
+    assert scripted.review("t", "ref", "k").genuine is False
     with pytest.raises(ConfigError):
-        make_judge({"timeout_s": 5})
+        make_reviewer({"timeout_s": 5})
     with pytest.raises(ConfigError):
-        LLMJudge(42)
+        LLMReviewer(42)
 
+
+
+def test_the_old_name_llm_judge_still_imports_with_a_deprecation_warning():
+    with pytest.warns(DeprecationWarning, match="LLMReviewer"):
+        from kernel_gym.preference import LLMJudge
+    assert LLMJudge is LLMReviewer
 
 # ---- in the env ------------------------------------------------------------------------------------------------
-def test_env_judge_signal_and_review_flag(make_env, solution, respond, relu_code, endpoint):
-    _Judge.answer = WRAPPER
+def test_env_reviewer_signal_and_review_flag(make_env, solution, respond, relu_code, endpoint):
+    _Endpoint.answer = WRAPPER
     score = {"name": "linear", "weights": {"correct": 0.3, "speedup": 1.0, "judge": 0.2}}
     env = make_env(max_turns=2, score=score, judge={"policy": endpoint, "model": "m", "timeout_s": 5})
     env.reset(seed=0)
@@ -172,55 +180,55 @@ def test_env_judge_signal_and_review_flag(make_env, solution, respond, relu_code
     assert info["judge"]["genuine"] is False and info["judge"]["score"] == 0.0
     assert info["signals"]["judge"] == 0.0 and info["signals"]["judge_genuine"] == 0.0
     assert reward == pytest.approx(0.3 + info["speedup"])
-    _, _, _, _, info = env.step(respond(relu_code(body="x")))  # wrong: not sent to the judge
-    assert info["judge"]["score"] is None and len(_Judge.prompts) == 1 and info["review_flags"] == []
+    _, _, _, _, info = env.step(respond(relu_code(body="x")))  # wrong: not sent to the reviewer
+    assert info["judge"]["score"] is None and len(_Endpoint.prompts) == 1 and info["review_flags"] == []
 
 
-def test_env_keeps_going_when_the_judge_is_down(make_env, solution, respond):
+def test_env_keeps_going_when_the_reviewer_is_down(make_env, solution, respond):
     score = {"name": "linear", "weights": {"correct": 0.3, "speedup": 1.0, "judge": 0.2}}
     env = make_env(max_turns=1, score=score, judge=refused_url())
     env.reset(seed=0)
     _, reward, _, truncated, info = env.step(respond(solution("level1/relu")))
     assert truncated and info["correct"] and reward == pytest.approx(0.3 + info["speedup"])
-    assert info["judge"]["score"] is None and "judge unavailable" in info["judge"]["note"]
+    assert info["judge"]["score"] is None and "reviewer unavailable" in info["judge"]["note"]
     assert "judge" not in info["signals"] and info["reward_terms"]["judge"] == 0.0 and info["review_flags"] == []
 
 
 # ---- pickling: by configuration, for AsyncVectorEnv sub-envs ---------------------------------------------------------
-def test_judge_pickles_by_its_spec_and_still_judges(endpoint, tmp_path):
-    judge = LLMJudge(endpoint, model="m", timeout_s=5, cache_dir=tmp_path / "cache")
-    assert judge.judge("t", REFERENCE, "code A").score == 0.8 and len(_Judge.prompts) == 1
-    copy = pickle.loads(pickle.dumps(judge))
+def test_reviewer_pickles_by_its_spec_and_still_reviews(endpoint, tmp_path):
+    reviewer = LLMReviewer(endpoint, model="m", timeout_s=5, cache_dir=tmp_path / "cache")
+    assert reviewer.review("t", REFERENCE, "code A").score == 0.8 and len(_Endpoint.prompts) == 1
+    copy = pickle.loads(pickle.dumps(reviewer))
     assert copy._policy is None and copy.calls == 0  # nothing built yet: the policy comes from its spec on first use
-    assert copy.timeout_s == 5 and copy.cache_key("t", REFERENCE, "k") == judge.cache_key("t", REFERENCE, "k")
-    assert copy.judge("t", REFERENCE, "code A").cached and len(_Judge.prompts) == 1  # the disk cache, re-opened
-    verdict = copy.judge("t", REFERENCE, "code B")
-    assert verdict.score == 0.8 and not verdict.cached and len(_Judge.prompts) == 2 and copy.calls == 1
+    assert copy.timeout_s == 5 and copy.cache_key("t", REFERENCE, "k") == reviewer.cache_key("t", REFERENCE, "k")
+    assert copy.review("t", REFERENCE, "code A").cached and len(_Endpoint.prompts) == 1  # the disk cache, re-opened
+    verdict = copy.review("t", REFERENCE, "code B")
+    assert verdict.score == 0.8 and not verdict.cached and len(_Endpoint.prompts) == 2 and copy.calls == 1
     assert copy.policy.model == "m" and copy.policy.timeout_s == 5  # the spec's options, rebuilt
-    scripted = pickle.loads(pickle.dumps(LLMJudge(ScriptedPolicy(WRAPPER))))  # a Policy object: pickled as itself
-    assert scripted.judge("t", "ref", "k").genuine is False
-    judge.close()
+    scripted = pickle.loads(pickle.dumps(LLMReviewer(ScriptedPolicy(WRAPPER))))  # a Policy object: pickled as itself
+    assert scripted.review("t", "ref", "k").genuine is False
+    reviewer.close()
     copy.close()
 
 
-def test_unpickled_judge_that_cannot_build_its_policy_gives_no_signal():
-    judge = LLMJudge("openai:http://127.0.0.1:9/v1", model="m")
-    state = judge.__getstate__()
+def test_unpickled_reviewer_that_cannot_build_its_policy_gives_no_signal():
+    reviewer = LLMReviewer("openai:http://127.0.0.1:9/v1", model="m")
+    state = reviewer.__getstate__()
     state["spec"] = ("openai:not-a-url", state["spec"][1])
-    broken = LLMJudge.__new__(LLMJudge)
+    broken = LLMReviewer.__new__(LLMReviewer)
     broken.__setstate__(state)
-    verdict = broken.judge("t", REFERENCE, "code")
-    assert verdict.score is None and verdict.note.startswith("judge unavailable: could not build openai:not-a-url")
+    verdict = broken.review("t", REFERENCE, "code")
+    assert verdict.score is None and verdict.note.startswith("reviewer unavailable: could not build openai:not-a-url")
 
 
 @pytest.mark.timeout(240)
-def test_async_vector_env_with_a_judge_object(endpoint, respond, solution, closing_vector_env):
+def test_async_vector_env_with_a_reviewer_object(endpoint, respond, solution, closing_vector_env):
     import gymnasium as gym
 
-    _Judge.answer = WRAPPER
-    judge = LLMJudge(endpoint, model="m", timeout_s=20)
+    _Endpoint.answer = WRAPPER
+    reviewer = LLMReviewer(endpoint, model="m", timeout_s=20)
     make = functools.partial(gym.make, "kernel_gym:KernelRefine-v0", task="level1/relu", device="cpu", max_turns=2,
-                             judge=judge)
+                             judge=reviewer)
     # "spawn" pickles the env factory (with "fork", Linux's default before Python 3.14, nothing is pickled)
     with closing_vector_env(gym.vector.AsyncVectorEnv([make, make], shared_memory=False, context="spawn")) as envs:
         envs.reset(seed=0)
@@ -229,8 +237,8 @@ def test_async_vector_env_with_a_judge_object(endpoint, respond, solution, closi
         assert infos["correct"].tolist() == [True, True]
         assert [list(f) for f in infos["review_flags"]] == [["judge_not_genuine"]] * 2
         assert infos["signals"]["judge_genuine"].tolist() == [0.0, 0.0]
-        assert len(_Judge.prompts) == 2  # each sub-env asked the endpoint through its own copy
-    assert judge.calls == 0  # the parent's judge was never used, only copied
+        assert len(_Endpoint.prompts) == 2  # each sub-env asked the endpoint through its own copy
+    assert reviewer.calls == 0  # the parent's reviewer was never used, only copied
 
 
 # ---- review flags in rollout metrics, reports and logged metrics -------------------------------------------------------
@@ -242,9 +250,9 @@ def test_review_flags_in_rollout_metrics_and_report(evaluator, solution, respond
     from kernel_gym.rollout.log import log_path
     from kernel_gym.trajectory import read_log
 
-    # a scripted judge: relu's kernels are "wrappers", sum_reduce's genuine (quality 8); sum_reduce trajectory 1 is
+    # a scripted reviewer: relu's kernels are "wrappers", sum_reduce's genuine (quality 8); sum_reduce trajectory 1 is
     # prose (not rated, never flagged)
-    judge = LLMJudge(ScriptedPolicy({"level1/relu": WRAPPER, "*": GENUINE}))
+    reviewer = LLMReviewer(ScriptedPolicy({"level1/relu": WRAPPER, "*": GENUINE}))
 
     def answer(r):
         if r.task == "level1/sum_reduce" and r.trajectory == 1:
@@ -252,7 +260,7 @@ def test_review_flags_in_rollout_metrics_and_report(evaluator, solution, respond
         return respond(solution(r.task))
 
     result = evaluate(ScriptedPolicy(answer), ["level1/relu", "level1/sum_reduce"], "2x1", out=tmp_path,
-                      evaluator=evaluator, env={"device": "cpu", "judge": judge}, seed=0)
+                      evaluator=evaluator, env={"device": "cpu", "judge": reviewer}, seed=0)
     m = result.metrics()["2x1"]
     assert m.rates["hack"] == 0 and m.rates["review_flag"] == pytest.approx(2 / 4)  # beside the hack rate
     assert m.review_flags == {"judge_not_genuine": 2}
@@ -271,15 +279,15 @@ def test_review_flags_in_rollout_metrics_and_report(evaluator, solution, respond
     summary = paths["summary.md"].read_text()
     assert "## Review flags" in summary and "| 2x1 | 50.0% | 2 | 0.267 |" in summary
     assert json.loads(paths["metrics.json"].read_text())["2x1"]["review_flags"] == {"judge_not_genuine": 2}
-    assert json.loads((tmp_path / "run.json").read_text())["env"]["judge"].startswith("LLMJudge('scripted', rubric=")
+    assert json.loads((tmp_path / "run.json").read_text())["env"]["judge"].startswith("LLMReviewer('scripted', rubric=")
 
 
-# ---- a local transformers model as the judge ---------------------------------------------------------------------
+# ---- a local transformers model as the reviewer --------------------------------------------------------------------
 WORDS = ["<unk>", "<pad>", "<s>", "</s>", "<|user|>", "<|assistant|>", "{", "}", '"genuine":', "true,", "false,",
          '"quality":', "7", "kernel"]
 
 
-def tiny_judge_model():
+def tiny_reviewer_model():
     """A random 1-layer Llama and a word-level tokenizer with a chat template, built here (no download)."""
     pytest.importorskip("transformers")
     import torch
@@ -301,28 +309,28 @@ def tiny_judge_model():
 
 
 @pytest.mark.timeout(180)
-def test_local_transformers_judge_never_breaks_on_nonsense():
+def test_local_transformers_reviewer_never_breaks_on_nonsense():
     from kernel_gym.policies import HFPolicy
 
-    model, tokenizer = tiny_judge_model()
-    judge = LLMJudge(HFPolicy(model, tokenizer, temperature=0.0, max_new_tokens=6), timeout_s=60)
-    verdict = judge.judge("level1/relu", REFERENCE, "@triton.jit\ndef kernel(): ...")
+    model, tokenizer = tiny_reviewer_model()
+    reviewer = LLMReviewer(HFPolicy(model, tokenizer, temperature=0.0, max_new_tokens=6), timeout_s=60)
+    verdict = reviewer.review("level1/relu", REFERENCE, "@triton.jit\ndef kernel(): ...")
     # a random model answers words, not a verdict: no signal, with the reason, and nothing cached
-    assert verdict.score is None and verdict.note.startswith("judge reply unusable") and judge.calls == 1
+    assert verdict.score is None and verdict.note.startswith("reviewer reply unusable") and reviewer.calls == 1
     with pytest.raises(ConfigError):
-        LLMJudge("openai:http://127.0.0.1:9/v1", no_such_option=1)
+        LLMReviewer("openai:http://127.0.0.1:9/v1", no_such_option=1)
 
 
 @pytest.mark.timeout(180)
-def test_local_model_judge_pickles_without_its_model_and_reloads_on_first_use(tmp_path):
-    model, tokenizer = tiny_judge_model()
+def test_local_model_reviewer_pickles_without_its_model_and_reloads_on_first_use(tmp_path):
+    model, tokenizer = tiny_reviewer_model()
     model.save_pretrained(tmp_path / "tiny")
     tokenizer.save_pretrained(tmp_path / "tiny")
-    judge = LLMJudge(f"hf:{tmp_path / 'tiny'}", max_new_tokens=6, device="cpu", timeout_s=60)
-    blob = pickle.dumps(judge)
+    reviewer = LLMReviewer(f"hf:{tmp_path / 'tiny'}", max_new_tokens=6, device="cpu", timeout_s=60)
+    blob = pickle.dumps(reviewer)
     assert b"LlamaForCausalLM" not in blob and len(blob) < 20_000  # the spec, not the weights
     copy = pickle.loads(blob)
     assert copy._policy is None
-    verdict = copy.judge("level1/relu", REFERENCE, "@triton.jit\ndef kernel(): ...")
-    assert verdict.note.startswith("judge reply unusable") and copy.calls == 1  # loaded, asked, answered words
+    verdict = copy.review("level1/relu", REFERENCE, "@triton.jit\ndef kernel(): ...")
+    assert verdict.note.startswith("reviewer reply unusable") and copy.calls == 1  # loaded, asked, answered words
     assert type(copy.policy.model).__name__ == "LlamaForCausalLM"

@@ -1,4 +1,5 @@
-"""`evaluate`: K trajectories x T turns per task, for several configurations, through one shared evaluator.
+"""The rollout driver, `evaluate`: K trajectories x T turns per task, for several configurations, through one shared
+evaluator. (It drives envs; the processes that run candidate code are the runners of kernel_gym/runner/.)
 
 Each trajectory is its own env (`max_turns = T`) on the shared evaluator; up to `concurrency` are live at once.
 Two schedules (RolloutConfig.schedule):
