@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernel_gym.errors import ConfigError, UnknownPresetError
+from kernel_gym.eval.job import EvalConfig
 from kernel_gym.paths import data_dir
 
 BACKENDS = ("auto", "triton", "cuda", "cuda_raw")
@@ -102,6 +103,19 @@ class EnvConfig:
 
         get_preset(self.checks)
         get_score(self.score)
+
+    def eval_config(self, *, device: str, seed: int) -> EvalConfig:
+        """The evaluation config of one step's job: every field in `EVAL_FIELDS` carried over as it is, on the
+        resolved `device` (this config's may be "auto") with the step's `seed`."""
+        return EvalConfig(device=device, seed=seed, **{name: getattr(self, name) for name in EVAL_FIELDS})
+
+
+EVAL_FIELDS: tuple[str, ...] = tuple(
+    f.name for f in dataclasses.fields(EnvConfig)
+    if f.name in {g.name for g in dataclasses.fields(EvalConfig)} and f.name != "device")
+"""The EnvConfig fields an evaluation job carries over into its EvalConfig: every field the two share by name
+(correctness and timing trials, error budget, launch gate, time limits, checks), all but the device, which the env
+resolves first. A field added to both under one name carries over with no further code."""
 
 
 def list_presets() -> list[str]:

@@ -259,13 +259,7 @@ class KernelRefineEnv(gym.Env):
 
     def _job(self, parsed: ParsedAction) -> EvalJob:
         cfg = self.config
-        eval_config = EvalConfig(device=self.device, correctness_trials=cfg.correctness_trials,
-                                 error_budget_k=cfg.error_budget_k,
-                                 timing_trials=cfg.timing_trials, timing_max_trials=cfg.timing_max_trials,
-                                 launch_gate=cfg.launch_gate,
-                                 compile_timeout_s=cfg.compile_timeout_s,
-                                 run_timeout_s=cfg.run_timeout_s, checks=cfg.checks,
-                                 seed=int(self.np_random.integers(2**31 - 1)))
+        eval_config = cfg.eval_config(device=self.device, seed=int(self.np_random.integers(2**31 - 1)))
         backend = parsed.backend or (cfg.backend if cfg.backend in ("cuda", "cuda_raw") else "triton")
         return job_for(self.task, parsed.code or "", backend=backend, config=eval_config, size=cfg.size)
 
