@@ -23,7 +23,7 @@ SOLUTIONS = ROOT / "tests" / "solutions"
 # a file (its pid, its environment, GC states) write under this one folder, which every runner of the session is
 # allowed (set before any runner starts; the judge passes KERNEL_GYM_RUNNER_* variables to its runners).
 RUNNER_SCRATCH = pathlib.Path(tempfile.mkdtemp(prefix="kernel_gym_test_scratch_"))
-RUNNER_SCRATCH.chmod(0o1777)  # runners run as uids of their own (sandbox/isolation.py): each may make its files here
+RUNNER_SCRATCH.chmod(0o1777)  # runners run as uids of their own (sandbox/uids.py): each may make its files here
 # The build cache the tests that build C++ share (one precompiled header serves them all): outside pytest's own
 # temporary folder, which pytest makes 0700 again whenever a session starts (another session on the machine too), and
 # which runners of other uids, started before a test moved the cache here, could then no longer enter.

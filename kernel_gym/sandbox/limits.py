@@ -175,17 +175,17 @@ def confine(root: Path, device: str, role: str) -> list[str]:
     """The runner's confinement (`kernel_gym.sandbox.confine`): writes only beneath its root folder, its side's build
     caches, `$KERNEL_GYM_RUNNER_WRITABLE` (os.pathsep-separated, an operator's or a test's scratch folder) and, on
     cuda, /dev/shm (CUDA IPC's ref-counter files); seccomp; Landlock's network and scope rights. As root it always
-    drops to an unprivileged uid with no capabilities (`kernel_gym.sandbox.isolation`: one of its own unless
+    drops to an unprivileged uid with no capabilities (`kernel_gym.sandbox.uids`: one of its own unless
     $KERNEL_GYM_RUNNER_UID says otherwise; the roles that write a shared cache join its group, umask 002), after
-    `isolation.prepare` made what it needs reachable (done at the process's start by runners and build processes;
+    `mount_ns.prepare` made what it needs reachable (done at the process's start by runners and build processes;
     here for any other caller, which must then still be single-threaded). A candidate's runner on cpu also may not
     read other processes' /proc files (`landlock_proc`: their environments hold a client's API keys); on cuda only
     with KERNEL_GYM_CONFINE_PROC=1 until it is measured there (CUDA's compilers run as the runner's children); =0
     turns it off. Returns the names of the pieces in force."""
     from kernel_gym.sandbox import confine as confinement
-    from kernel_gym.sandbox import isolation
+    from kernel_gym.sandbox import mount_ns, uids
 
-    early = isolation.prepare(role)  # [] where the process's start did it
+    early = mount_ns.prepare(role)  # [] where the process's start did it
     cache = cache_dir()
     writable = [cache / d for d in CACHE_DIRS.get(role, ())]
     for path in writable:
@@ -193,8 +193,8 @@ def confine(root: Path, device: str, role: str) -> list[str]:
     writable += [Path(p) for p in os.environ.get("KERNEL_GYM_RUNNER_WRITABLE", "").split(os.pathsep) if p]
     if device == "cuda" and Path("/dev/shm").is_dir():
         writable.append(Path("/dev/shm"))
-    uid = isolation.target_uid(role) if os.geteuid() == 0 else None  # (not root: its uid is all it has)
-    groups = isolation.groups(role) if uid is not None else []
+    uid = uids.target_uid(role) if os.geteuid() == 0 else None  # (not root: its uid is all it has)
+    groups = uids.groups(role) if uid is not None else []
     if uid is not None:
         root.chmod(0o711)
         if groups:

@@ -7,7 +7,7 @@ in the job directory) under torch.profiler with CUDA activities, and records "do
 Written without a GPU at hand (the CPU side is tests/sandbox/test_confine.py): run with `pytest -m gpu`.
 
 `test_a_cuda_runner_is_an_unprivileged_uid_of_its_own` is the same through the real judge pool: as root, both runners
-drop to uids of their own (sandbox/isolation.py) and the job is still judged through CUDA IPC (the judge root, the
+drop to uids of their own (sandbox/uids.py) and the job is still judged through CUDA IPC (the judge root, the
 runner another uid) and timed.
 """
 
@@ -41,9 +41,9 @@ RUNNER = textwrap.dedent("""
         except BaseException as exc:
             res[name] = "ERR " + repr(exc)[:400]
 
-    if cfg["uid"] is not None:  # as a runner does at its start: what its uid must reach (sandbox/isolation.py)
-        from kernel_gym.sandbox import isolation
-        isolation.prepare("candidate")
+    if cfg["uid"] is not None:  # as a runner does at its start: what its uid must reach (sandbox/mount_ns.py)
+        from kernel_gym.sandbox import mount_ns
+        mount_ns.prepare("candidate")
     import torch, triton, triton.language as tl, torch.profiler
     from kernel_gym.sandbox import confine
 

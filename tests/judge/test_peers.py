@@ -3,7 +3,7 @@ when its uid is not the judge's or when it is one of the judge's own descendants
 
 The attack (issue 36, main 98d8a73): a candidate's forward() connected to the shared judge's socket and submitted a
 job; the judge loaded that job's task source, i.e. ran the candidate's code in the judge. Two defenses stop it now,
-each tested alone: seccomp gives a runner no new unix socket (sandbox/confine.py), and the judge refuses its own
+each tested alone: seccomp gives a runner no new unix socket (sandbox/confine/seccomp.py), and the judge refuses its own
 descendants (the second test lifts the seccomp rule in the judge's runners, through a `sitecustomize` on their
 PYTHONPATH, so that only the peer check stands between the candidate and the judge).
 """
@@ -125,14 +125,14 @@ def _inject(path, line, log):
 SITECUSTOMIZE = textwrap.dedent("""
     import os
     if os.environ.get("KERNEL_GYM_RUNNER_TEST_UNIX_SOCKETS") == "1":
-        from kernel_gym.sandbox import confine as _confine
+        from kernel_gym.sandbox.confine import seccomp as _seccomp
 
-        _program = _confine.seccomp_program
+        _program = _seccomp.seccomp_program
 
         def _lifted(*args, allow=(), **kwargs):
-            return _program(*args, allow=[*allow, _confine.UNIX_SOCKETS], **kwargs)
+            return _program(*args, allow=[*allow, _seccomp.UNIX_SOCKETS], **kwargs)
 
-        _confine.seccomp_program = _lifted
+        _seccomp.seccomp_program = _lifted
 """)
 
 

@@ -246,9 +246,9 @@ def test_a_compile_check_runs_confined_with_no_secret(client_secrets, tmp_path):
     seen = __import__("json").loads(run.stdout.strip().splitlines()[-1])
     assert SECRET_NAME not in seen["env"] and SAFE_SECRET_NAME not in seen["env"]
     assert seen["env"]["HOME"] == str(folder) and seen["env"]["TMPDIR"] == str(folder)
-    from kernel_gym.sandbox import confine
+    from kernel_gym.sandbox.confine.landlock import landlock_abi
 
-    if confine.landlock_abi() >= 1:
+    if landlock_abi() >= 1:
         assert "landlock_read" in seen["pieces"], seen["pieces"]
         assert not any(seen["read"].values()), seen["read"]
         assert seen["toolchain"] or not Path("/usr/include/stdio.h").exists()

@@ -23,9 +23,10 @@ from pathlib import Path
 import pytest
 
 from kernel_gym.sandbox import confine
+from kernel_gym.sandbox.confine import landlock, seccomp, uid_drop
 
 ROOT = Path(__file__).resolve().parents[2]
-CONFINE_PY = ROOT / "kernel_gym" / "sandbox" / "confine.py"
+CONFINE_PY = ROOT / "kernel_gym" / "sandbox" / "confine" / "__init__.py"
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="confinement is Linux-only")
 
@@ -65,8 +66,9 @@ ATTACKER = textwrap.dedent("""
     class iovec(ctypes.Structure):
         _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
 
-    spec = importlib.util.spec_from_file_location("confine", cfg["confine_py"])
+    spec = importlib.util.spec_from_file_location("confine", cfg["confine_py"])  # the package, without kernel_gym
     confine = importlib.util.module_from_spec(spec)
+    sys.modules["confine"] = confine  # (its modules import each other relatively)
     spec.loader.exec_module(confine)
     applied = []
     if cfg["confine"] is not None:
@@ -199,7 +201,7 @@ def _attack_python() -> str:
     """An interpreter whose stdlib the runner uid can read (a pyenv under /root is not), so the uid drop can happen."""
     uid = confine.runner_uid()
     for python in dict.fromkeys([sys.executable, shutil.which("python3"), "/usr/bin/python3"]):
-        if python and (stdlib := _stdlib(python)) and confine._unreachable(stdlib, uid, uid, read=True) is None:
+        if python and (stdlib := _stdlib(python)) and uid_drop._unreachable(stdlib, uid, uid, read=True) is None:
             return python
     return sys.executable
 
@@ -309,7 +311,7 @@ def _skip_unless_applied(report: dict, piece: str, attack: str) -> None:
               "seccomp": "seccomp", "uid": "uid:"}[piece]
     if not any(a.startswith(needed) for a in applied):
         pytest.skip(f"{needed} did not take effect on this machine (applied: {applied}); "
-                    f"kernel {os.uname().release}, euid {os.geteuid()}, Landlock ABI {confine.landlock_abi()}")
+                    f"kernel {os.uname().release}, euid {os.geteuid()}, Landlock ABI {landlock.landlock_abi()}")
 
 
 @pytest.mark.timeout(120)
@@ -347,8 +349,8 @@ RUNNER = textwrap.dedent("""
     logging.getLogger("kernel_gym.sandbox.confine").addHandler(Keep())
     logging.getLogger("kernel_gym.sandbox.confine").setLevel(logging.INFO)
     if cfg["uid"] is not None:  # as a runner does at its start: what its uid must reach (a Python under /root)
-        from kernel_gym.sandbox import isolation
-        isolation.prepare("candidate")
+        from kernel_gym.sandbox import mount_ns
+        mount_ns.prepare("candidate")
     import torch, triton, triton.language as tl, torch.profiler
     from kernel_gym.sandbox import confine
     go, early = threading.Event(), {}
@@ -475,8 +477,9 @@ def test_runner_still_works_confined(uid, dirs):
 PROBE = textwrap.dedent("""
     import ctypes, importlib.util, json, os, sys
     cfg = json.loads(sys.argv[1])
-    spec = importlib.util.spec_from_file_location("confine", cfg["confine_py"])
+    spec = importlib.util.spec_from_file_location("confine", cfg["confine_py"])  # the package, without kernel_gym
     confine = importlib.util.module_from_spec(spec)
+    sys.modules["confine"] = confine  # (its modules import each other relatively)
     spec.loader.exec_module(confine)
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
@@ -506,26 +509,26 @@ def run_probe(python: str, workdir: Path, body: str, pieces: dict | None, stdin=
 
 
 def test_struct_layouts():
-    assert ctypes.sizeof(confine._PathBeneathAttr) == 12  # packed in the UAPI
-    assert ctypes.sizeof(confine._RulesetAttr) == 24  # fs, net (ABI 4), scoped (ABI 6): the size passed is cut per ABI
-    assert ctypes.sizeof(confine._SockFilter) == 8
+    assert ctypes.sizeof(landlock._PathBeneathAttr) == 12  # packed in the UAPI
+    assert ctypes.sizeof(landlock._RulesetAttr) == 24  # fs, net (ABI 4), scoped (ABI 6): the size passed is cut per ABI
+    assert ctypes.sizeof(seccomp._SockFilter) == 8
 
 
 @pytest.mark.parametrize("machine", ["x86_64", "aarch64"])
 @pytest.mark.parametrize("network", [False, True])
 def test_seccomp_program_assembles(machine, network):
-    program = confine.seccomp_program(machine, network=network)
+    program = seccomp.seccomp_program(machine, network=network)
     assert program[0] == (0x20, 0, 0, 4)  # load seccomp_data.arch first
-    assert program[1][3] == (confine.AUDIT_ARCH_X86_64 if machine == "x86_64" else confine.AUDIT_ARCH_AARCH64)
-    assert all(op != 0x06 or k in (confine.SECCOMP_RET_ALLOW, confine.SECCOMP_RET_ERRNO | errno.EPERM,
-                                   confine.SECCOMP_RET_ERRNO | errno.ENOSYS) for op, _, _, k in program)
+    assert program[1][3] == (seccomp.AUDIT_ARCH_X86_64 if machine == "x86_64" else seccomp.AUDIT_ARCH_AARCH64)
+    assert all(op != 0x06 or k in (seccomp.SECCOMP_RET_ALLOW, seccomp.SECCOMP_RET_ERRNO | errno.EPERM,
+                                   seccomp.SECCOMP_RET_ERRNO | errno.ENOSYS) for op, _, _, k in program)
     for index, (op, jt, jf, _) in enumerate(program):  # every jump lands inside the program
         if op & 0x07 == 0x05:
             assert index + 1 + max(jt, jf) < len(program)
-    x32 = any(op == 0x35 and k == confine.X32_SYSCALL_BIT for op, _, _, k in program)
+    x32 = any(op == 0x35 and k == seccomp.X32_SYSCALL_BIT for op, _, _, k in program)
     assert x32 == (machine == "x86_64")
     with pytest.raises(ValueError):
-        confine.seccomp_program("riscv64")
+        seccomp.seccomp_program("riscv64")
 
 
 @pytest.mark.skipif(os.uname().machine != "x86_64", reason="x32 and these numbers are x86_64's")
@@ -577,7 +580,7 @@ def test_judge_still_reads_the_runner(attack_python, dirs):
 def test_every_landlock_abi_layout_is_accepted(attack_python, dirs):
     """Pretend to be each older ABI in turn (a fork each): the kernel takes the struct size and rights of that ABI."""
     top, workdir, outside = dirs
-    abi = confine.landlock_abi()
+    abi = landlock.landlock_abi()
     if abi < 1:
         pytest.skip(f"no Landlock on this kernel ({os.uname().release})")
     body = f"""
@@ -585,7 +588,7 @@ def test_every_landlock_abi_layout_is_accepted(attack_python, dirs):
             r, w = os.pipe()
             pid = os.fork()
             if pid == 0:
-                confine.landlock_abi = lambda abi=abi: abi
+                confine.landlock.landlock_abi = lambda abi=abi: abi
                 result = {{"applied": confine.apply({str(workdir)!r}, uid=None, seccomp=False)}}
                 for name, path in (("inside", {str(workdir)!r} + f"/{{abi}}.txt"),
                                    ("outside", {str(outside)!r} + f"/{{abi}}.txt")):
@@ -618,10 +621,10 @@ def test_allow_syscalls_takes_a_name_off_the_list(attack_python, dirs):
         pytest.skip(f"seccomp did not take effect here: {denied}")
     assert denied["perf"] == -errno.EPERM and allowed["perf"] == -errno.EFAULT
     with pytest.raises(ValueError):
-        confine.seccomp_program("x86_64", allow=["read"])
+        seccomp.seccomp_program("x86_64", allow=["read"])
 
 
-@pytest.mark.parametrize("pieces", [None, {"landlock": False, "seccomp": False, "uid": confine.DEFAULT_UID}],
+@pytest.mark.parametrize("pieces", [None, {"landlock": False, "seccomp": False, "uid": uid_drop.DEFAULT_UID}],
                          ids=["unconfined", "uid_only"])
 def test_sibling_runners_sharing_a_uid_stay_apart(pieces, attack_python, dirs):
     """Two runners, both uid 65534 (KERNEL_GYM_RUNNER_UID=65534; by default each has its own): the uid change made
@@ -656,12 +659,12 @@ def test_sibling_runners_sharing_a_uid_stay_apart(pieces, attack_python, dirs):
 
 
 def test_runner_uid(monkeypatch):
-    monkeypatch.delenv(confine.UID_VARIABLE, raising=False)
-    own = confine.DEFAULT_UID_BASE + os.getpid()  # a uid of the process's own (sandbox/isolation.py)
+    monkeypatch.delenv(uid_drop.UID_VARIABLE, raising=False)
+    own = uid_drop.DEFAULT_UID_BASE + os.getpid()  # a uid of the process's own (sandbox/uids.py)
     assert confine.runner_uid() == own and confine.runner_uid(None) is None and confine.runner_uid(1234) == 1234
-    monkeypatch.setenv(confine.UID_VARIABLE, "4321")
+    monkeypatch.setenv(uid_drop.UID_VARIABLE, "4321")
     assert confine.runner_uid() == 4321 and confine.runner_uid(77) == 77
-    monkeypatch.setenv(confine.UID_VARIABLE, "none")
+    monkeypatch.setenv(uid_drop.UID_VARIABLE, "none")
     assert confine.runner_uid() is None
 
 
@@ -684,12 +687,12 @@ def test_syscall_tables_match_the_kernel_headers():
         pytest.skip("no kernel UAPI headers here")
     checked = 0
     for column, table in ((0, x86), (1, generic)):
-        for name, numbers in confine._DENIED.items():
+        for name, numbers in seccomp._DENIED.items():
             if table and name in table:
                 assert numbers[column] == table[name], (name, column)
                 checked += 1
         if table:
             arch = "x86_64" if column == 0 else "aarch64"
-            assert confine._SOCKET[arch] == table["socket"] and confine._CLONE[arch] == table["clone"]
-            assert table["clone3"] == confine._CLONE3 and table["seccomp"] == confine._SECCOMP[arch]
+            assert seccomp._SOCKET[arch] == table["socket"] and seccomp._CLONE[arch] == table["clone"]
+            assert table["clone3"] == seccomp._CLONE3 and table["seccomp"] == seccomp._SECCOMP[arch]
     assert checked > 40

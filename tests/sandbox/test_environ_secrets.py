@@ -7,7 +7,7 @@ which a candidate that escapes the static rules can open (Landlock's ptrace rule
 - the judge: started by a client, it keeps no variable named like a secret;
 - the client processes themselves: a candidate's runner on cpu may read no other process's /proc files
   (`landlock_proc`; on cuda with KERNEL_GYM_CONFINE_PROC=1 until measured there), and a runner uid of its own
-  (sandbox/isolation.py: the default whenever the judge is root) stops it too.
+  (sandbox/uids.py: the default whenever the judge is root) stops it too.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel_gym.sandbox import confine
+from kernel_gym.sandbox.confine.landlock import landlock_abi
 
 ROOT = Path(__file__).resolve().parents[2]
 SECRET_NAME, SECRET = "KERNEL_GYM_TEST_API_KEY", "sk-test-0123456789abcdef"
@@ -80,13 +80,13 @@ def _run_client(tmp_path: Path, relu_code) -> dict:
 
 
 def _nothing_stops_it() -> bool:
-    """Neither `landlock_proc` (no Landlock here, or turned off) nor a uid of the runners' own (sandbox/isolation.py:
+    """Neither `landlock_proc` (no Landlock here, or turned off) nor a uid of the runners' own (sandbox/uids.py:
     dropped whenever the judge is root, unless KERNEL_GYM_RUNNER_UID=none; its preflight says whether it can)."""
-    from kernel_gym.sandbox import isolation
+    from kernel_gym.sandbox import isolation, uids
 
-    landlock = confine.landlock_abi() >= 1
+    landlock = landlock_abi() >= 1
     proc = landlock and os.environ.get("KERNEL_GYM_CONFINE_PROC") != "0"
-    uid = os.geteuid() == 0 and isolation.uid_setting() != "none" and isolation.preflight().get("uid") not in (0, None)
+    uid = os.geteuid() == 0 and uids.uid_setting() != "none" and isolation.preflight().get("uid") not in (0, None)
     return not proc and not uid
 
 

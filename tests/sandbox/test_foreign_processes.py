@@ -1,5 +1,5 @@
 """A confined runner has no power over other processes: it cannot re-schedule, re-prioritise, re-pin, re-limit or
-re-queue the I/O of another pid (seccomp: `sandbox/confine.py`'s `_OWN_PID_ONLY`), cannot signal every process at once
+re-queue the I/O of another pid (seccomp: `sandbox/confine/seccomp.py`'s `_OWN_PID_ONLY`), cannot signal every process at once
 (`kill(-1)`), and cannot reach a unix socket it did not inherit, by path (the judge's) or in the abstract namespace
 (seccomp denies `socket(AF_UNIX)`; Landlock's scope also stops the abstract one). It keeps all of that on itself.
 
@@ -27,10 +27,10 @@ from pathlib import Path
 import pytest
 
 from kernel_gym.judge import ref_guard
-from kernel_gym.sandbox import confine
+from kernel_gym.sandbox.confine import landlock, seccomp
 
 ROOT = Path(__file__).resolve().parents[2]
-CONFINE_PY = ROOT / "kernel_gym" / "sandbox" / "confine.py"
+CONFINE_PY = ROOT / "kernel_gym" / "sandbox" / "confine" / "__init__.py"
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux" or os.uname().machine not in ("x86_64", "aarch64"),
                                 reason="Linux seccomp tables for x86_64 and aarch64")
@@ -53,8 +53,9 @@ ATTACKER = textwrap.dedent("""
     cfg = json.loads(sys.argv[1])
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
-    spec = importlib.util.spec_from_file_location("confine", cfg["confine_py"])
+    spec = importlib.util.spec_from_file_location("confine", cfg["confine_py"])  # the package, without kernel_gym
     confine = importlib.util.module_from_spec(spec)
+    sys.modules["confine"] = confine  # (its modules import each other relatively)
     spec.loader.exec_module(confine)
     applied = confine.apply(cfg["workdir"], **cfg["confine"]) if cfg["confine"] is not None else []
     V, me, SYS = cfg["victim"], os.getpid(), cfg["sys"]
@@ -206,7 +207,7 @@ def _require(report: dict, *pieces: str) -> None:
     missing = [p for p in pieces if p not in report["applied"]]
     if missing:
         pytest.skip(f"{missing} not in force here (applied: {report['applied']}; kernel {os.uname().release}, "
-                    f"Landlock ABI {confine.landlock_abi()})")
+                    f"Landlock ABI {landlock.landlock_abi()})")
 
 
 @pytest.mark.timeout(120)
@@ -293,21 +294,21 @@ def test_the_pid_rules_follow_the_kernel_headers():
     if not tables:
         pytest.skip("no kernel UAPI headers here")
     for column, table in tables:
-        for name, (numbers, _, _) in confine._OWN_PID_ONLY.items():
+        for name, (numbers, _, _) in seccomp._OWN_PID_ONLY.items():
             assert numbers[column] == table[name], (name, column)
-        assert confine._KILL["x86_64" if column == 0 else "aarch64"] == table["kill"]
+        assert seccomp._KILL["x86_64" if column == 0 else "aarch64"] == table["kill"]
 
 
 def test_allow_lifts_a_pid_rule_and_the_unix_socket_rule():
-    plain = confine.seccomp_program("x86_64")
-    lifted = confine.seccomp_program("x86_64", allow=["sched_setaffinity", confine.UNIX_SOCKETS, confine.KILL_ALL])
+    plain = seccomp.seccomp_program("x86_64")
+    lifted = seccomp.seccomp_program("x86_64", allow=["sched_setaffinity", seccomp.UNIX_SOCKETS, seccomp.KILL_ALL])
     assert len(lifted) < len(plain)
-    assert "sched_setaffinity(other pid)" not in confine.denied_syscalls(allow=["sched_setaffinity"])
-    assert confine.UNIX_SOCKETS not in confine.denied_syscalls(allow=[confine.UNIX_SOCKETS])
-    assert confine.UNIX_SOCKETS not in confine.denied_syscalls(network=True)
+    assert "sched_setaffinity(other pid)" not in seccomp.denied_syscalls(allow=["sched_setaffinity"])
+    assert seccomp.UNIX_SOCKETS not in seccomp.denied_syscalls(allow=[seccomp.UNIX_SOCKETS])
+    assert seccomp.UNIX_SOCKETS not in seccomp.denied_syscalls(network=True)
     # the pid baked into the filter is the caller's own unless given
     assert any(k == os.getpid() for _, _, _, k in plain)
-    assert any(k == 4242 for _, _, _, k in confine.seccomp_program("aarch64", pid=4242))
+    assert any(k == 4242 for _, _, _, k in seccomp.seccomp_program("aarch64", pid=4242))
 
 
 # A genuine ReLU whose forward() goes for the reference runner of its slot: the processes its parent (the fork

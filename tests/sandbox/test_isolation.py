@@ -1,5 +1,6 @@
-"""Least privilege (kernel_gym/sandbox/isolation.py): every runner is an unprivileged uid of its own with no
-capabilities, even when the judge is root and Python lives under /root, and the judge records what is in force.
+"""Least privilege (kernel_gym/sandbox/uids.py, mount_ns.py, isolation.py): every runner is an unprivileged uid of
+its own with no capabilities, even when the judge is root and Python lives under /root, and the judge records what is
+in force.
 
 What is in force for runners as root on this kind of machine (a VM or a container with CAP_SYS_ADMIN; Python under
 /root, as pyenv puts it) is listed by `test_what_is_in_force_for_a_runner_as_root`; where the machine cannot give it
@@ -23,7 +24,8 @@ import pytest
 
 from kernel_gym.eval.job import EvalConfig, job_for
 from kernel_gym.eval.result import Outcome
-from kernel_gym.sandbox import confine, isolation
+from kernel_gym.sandbox import confine, isolation, mount_plan, uids
+from kernel_gym.sandbox.confine.landlock import landlock_abi
 from kernel_gym.tasks import load_task
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -125,8 +127,8 @@ def test_a_runner_is_an_unprivileged_uid_of_its_own(two_slots, relu_code, runner
     assert report["judge_dir"] in ("EACCES", "EPERM") and not Path(judge_dir, "planted").exists(), report
     others = {str(p): v for p, v in report["kill"].items() if int(p) != report["pid"]}
     assert others and set(others.values()) == {"EPERM"}, report["kill"]  # the judge, every other runner
-    uids = {r.isolation.get("uid") for r in runners if r.isolation}
-    assert 0 not in uids and len(uids) == len([r for r in runners if r.isolation]), uids  # one uid per runner
+    runner_uids = {r.isolation.get("uid") for r in runners if r.isolation}
+    assert 0 not in runner_uids and len(runner_uids) == len([r for r in runners if r.isolation]), runner_uids  # one each
     assert not _mounted_here(str(home_secret.parent))  # the runner's tmpfs never reached the judge's namespace
     assert not isolation.summary()["weak"], isolation.summary()
 
@@ -143,11 +145,11 @@ def test_what_is_in_force_for_a_runner_as_root(two_slots, solution):
     pieces = set(seen["pieces"])
     in_force = {"uid", "no_capabilities", "no_new_privs", "seccomp", "seccomp_all_threads", "no_network",
                 "pdeathsig", "subreaper"}
-    if confine.landlock_abi() >= 1:
+    if landlock_abi() >= 1:
         in_force |= {"landlock_fs", "landlock_proc"}
-    if confine.landlock_abi() >= 4:
+    if landlock_abi() >= 4:
         in_force.add("landlock_net")
-    if confine.landlock_abi() >= 6:
+    if landlock_abi() >= 6:
         in_force.add("landlock_scope")
     needs_ns = isolation.preflight().get("shadows")
     if needs_ns:
@@ -167,7 +169,7 @@ def test_what_is_in_force_for_a_runner_as_root(two_slots, solution):
 @pytest.mark.timeout(120)
 def test_runners_keeping_root_are_said_loudly(monkeypatch, caplog):
     """KERNEL_GYM_RUNNER_UID=none (an operator's choice): the judge's preflight says runners keep root, at WARNING."""
-    monkeypatch.setenv(isolation.UID_VARIABLE, "none")
+    monkeypatch.setenv(uids.UID_VARIABLE, "none")
     try:
         with caplog.at_level(logging.WARNING, logger="kernel_gym.sandbox.isolation"):
             verdict = isolation.preflight(refresh=True)
@@ -175,25 +177,25 @@ def test_runners_keeping_root_are_said_loudly(monkeypatch, caplog):
         assert any("ISOLATION" in r.getMessage() and "root" in r.getMessage() for r in caplog.records)
         assert verdict["weak"] in isolation.summary()["weak"]
     finally:
-        monkeypatch.delenv(isolation.UID_VARIABLE)
+        monkeypatch.delenv(uids.UID_VARIABLE)
         isolation.preflight(refresh=True)
 
 
 def test_uids_are_per_process_and_per_role(monkeypatch):
-    monkeypatch.delenv(isolation.UID_VARIABLE, raising=False)
-    monkeypatch.delenv(isolation.BASE_VARIABLE, raising=False)
-    cand, ref = isolation.target_uid("candidate", pid=1234), isolation.target_uid("reference", pid=1234)
+    monkeypatch.delenv(uids.UID_VARIABLE, raising=False)
+    monkeypatch.delenv(uids.BASE_VARIABLE, raising=False)
+    cand, ref = uids.target_uid("candidate", pid=1234), uids.target_uid("reference", pid=1234)
     assert cand == 200000 + 1234 and ref == 200000 + (1 << 22) + 1234  # a candidate's uid never owns a cache file
-    assert isolation.target_uid("builder", pid=77) != isolation.target_uid("builder", pid=78)
-    assert isolation.groups("reference") == [200000] and isolation.groups("candidate") == []
+    assert uids.target_uid("builder", pid=77) != uids.target_uid("builder", pid=78)
+    assert uids.groups("reference") == [200000] and uids.groups("candidate") == []
     assert confine.runner_uid() == 200000 + os.getpid()  # confine's own "auto": the candidate range
-    monkeypatch.setenv(isolation.UID_VARIABLE, "4321")
-    assert isolation.target_uid("candidate") == isolation.target_uid("reference") == confine.runner_uid() == 4321
-    monkeypatch.setenv(isolation.UID_VARIABLE, "none")
-    assert isolation.target_uid("candidate") is None and confine.runner_uid() is None
-    monkeypatch.delenv(isolation.UID_VARIABLE)
-    monkeypatch.setenv(isolation.BASE_VARIABLE, "300000")
-    assert isolation.target_uid("candidate", pid=5) == 300005
+    monkeypatch.setenv(uids.UID_VARIABLE, "4321")
+    assert uids.target_uid("candidate") == uids.target_uid("reference") == confine.runner_uid() == 4321
+    monkeypatch.setenv(uids.UID_VARIABLE, "none")
+    assert uids.target_uid("candidate") is None and confine.runner_uid() is None
+    monkeypatch.delenv(uids.UID_VARIABLE)
+    monkeypatch.setenv(uids.BASE_VARIABLE, "300000")
+    assert uids.target_uid("candidate", pid=5) == 300005
 
 
 def test_plan_covers_the_folders_that_block_and_binds_what_is_needed(tmp_path):
@@ -206,8 +208,8 @@ def test_plan_covers_the_folders_that_block_and_binds_what_is_needed(tmp_path):
     (top / "locked").chmod(0o700)
     (top / "locked" / "current").symlink_to("py")
     needs = [(str(top / "locked" / "current" / "lib"), False), (str(top / "open"), True)]
-    shadows, binds, links, problems = isolation.plan(250000, [250000], needs)
-    tmp_blocks = isolation.blocking_folder(top / "open", 250000, [250000])  # pytest's tmp_path is 0700 under root
+    shadows, binds, links, problems = mount_plan.plan(250000, [250000], needs)
+    tmp_blocks = mount_plan.blocking_folder(top / "open", 250000, [250000])  # pytest's tmp_path is 0700 under root
     assert str(top / "locked") in shadows or (tmp_blocks is not None and any(
         str(top).startswith(s) for s in shadows)), shadows
     assert (str(top / "locked" / "py" / "lib"), False) in binds
@@ -218,14 +220,14 @@ def test_plan_covers_the_folders_that_block_and_binds_what_is_needed(tmp_path):
 
 PREPARE = textwrap.dedent("""
     import json, os, sys
-    from kernel_gym.sandbox import confine, isolation
-    pieces = isolation.prepare(sys.argv[2])
-    uid = isolation.target_uid(sys.argv[2])
-    reasons = dict(isolation.prepared()["reasons"])
-    pieces += confine.apply(sys.argv[1], uid=uid, groups=isolation.groups(sys.argv[2]), landlock=False,
+    from kernel_gym.sandbox import confine, mount_ns, uids
+    pieces = mount_ns.prepare(sys.argv[2])
+    uid = uids.target_uid(sys.argv[2])
+    reasons = dict(mount_ns.prepared()["reasons"])
+    pieces += confine.apply(sys.argv[1], uid=uid, groups=uids.groups(sys.argv[2]), landlock=False,
                             seccomp=False, reasons=reasons)
     out = {"pieces": pieces, "reasons": reasons, "uid": os.getuid(), "groups": os.getgroups(),
-           "shadows": isolation.prepared()["shadows"]}
+           "shadows": mount_ns.prepared()["shadows"]}
     def attempt(name, fn):
         try:
             out[name] = fn()
@@ -261,13 +263,13 @@ def test_prepare_then_drop_in_a_fresh_process(role, home_secret, tmp_path):
         shutil.rmtree(work, ignore_errors=True)
     if not any(p.startswith("uid:") for p in out["pieces"]):
         pytest.skip(f"the uid drop cannot happen here: {out['reasons']}")
-    low = isolation.base() + (isolation.PID_SPAN if role == "reference" else 0)
-    assert low < out["uid"] < low + isolation.PID_SPAN and f"uid:{out['uid']}" in out["pieces"], out
+    low = uids.base() + (uids.PID_SPAN if role == "reference" else 0)
+    assert low < out["uid"] < low + uids.PID_SPAN and f"uid:{out['uid']}" in out["pieces"], out
     assert "no_capabilities" in out["pieces"], out
     assert out["stdlib"] is True and out["numpy"] == 3.0, out
     assert out["secret"] in (errno.ENOENT, errno.EACCES), out
     assert out["write_interpreter"] in (errno.EROFS, errno.EACCES), out
-    assert (isolation.cache_gid() in out["groups"]) == (role == "reference"), out
+    assert (uids.cache_gid() in out["groups"]) == (role == "reference"), out
     if out["shadows"]:
         assert "mount_ns" in out["pieces"] and out["secret"] == errno.ENOENT, out
 
@@ -275,8 +277,8 @@ def test_prepare_then_drop_in_a_fresh_process(role, home_secret, tmp_path):
 def _sibling(uid: int, work: Path) -> subprocess.Popen:
     code = textwrap.dedent(f"""
         import sys
-        from kernel_gym.sandbox import confine, isolation
-        isolation.prepare("candidate")
+        from kernel_gym.sandbox import confine, mount_ns
+        mount_ns.prepare("candidate")
         applied = confine.apply({str(work)!r}, uid={uid}, landlock=False, seccomp=False)
         print(" ".join(applied), flush=True)
         sys.stdin.readline()
@@ -292,7 +294,7 @@ def test_runners_of_different_uids_cannot_signal_or_renice_each_other():
     """The uid alone (no Landlock scope, no seccomp, as on a kernel older than 6.12): a process cannot signal or
     renice a runner of another uid; with the runner's own uid (the old shared 65534 of every runner) it can."""
     work = Path(tempfile.mkdtemp(prefix="kernel_gym_worker_test_"))
-    victim_uid = isolation.base() + 4000001
+    victim_uid = uids.base() + 4000001
     victim = None
     try:
         work.chmod(0o711)

@@ -197,9 +197,9 @@ def test_stale_worker_roots_are_swept(tmp_path):
 def test_a_runner_writes_only_in_its_own_folder(pool, relu_code, tmp_path):
     """Confinement through the pool: a candidate that writes outside its runner's folder fails to (Landlock, or the
     uid drop where Landlock is missing), and the file never appears."""
-    from kernel_gym.sandbox import confine
+    from kernel_gym.sandbox.confine.landlock import landlock_abi
 
-    if confine.landlock_abi() < 1 and os.geteuid() != 0:
+    if landlock_abi() < 1 and os.geteuid() != 0:
         pytest.skip("neither Landlock nor root (for the uid drop) on this machine")
     target = tmp_path / "escaped.txt"
     extra = f"""

@@ -1,0 +1,5 @@
+"""The confinement's own error."""
+
+
+class ConfinementError(RuntimeError):
+    """A piece named in `required=` did not take effect."""
