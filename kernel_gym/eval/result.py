@@ -33,7 +33,7 @@ class Mismatch:
     where: str | None = None  # e.g. "output 0 at index (3, 17): got 1.5, expected 2.0"
     n_bad: int | None = None
     n_total: int | None = None
-    kind: str = "value"  # "value", "structure" (count/shape/dtype/device), "nan" (NaN where the reference is finite), "degenerate"
+    kind: str = "value"  # "value", "structure" (count/shape/dtype/device), "nan" (NaN where the reference is finite), "degenerate", "downcast" (the precision_downcast check's)
     rule: str = "fixed"  # what decided: "fixed" (atol/rtol), "oracle" (the error budget), "derived" (budget, no oracle)
 
 

@@ -1,6 +1,7 @@
 """The timing stage, on the judge's clock: candidate and reference alternate on fresh inputs each round (which side
 goes first alternates too), every round's outputs are compared, rounds go on until both medians are known to
-`timing_rel_se`; then one more audited call like a timed round, and the launch count of every call.
+`timing_rel_se`; every round's outputs checked ("timed_call"), then the "after_timing" checks (one more audited call
+like a timed round, the launch count of every call, the harness).
 """
 
 from __future__ import annotations
@@ -9,24 +10,26 @@ import os
 import time
 from typing import Any
 
-from kernel_gym.eval.hacks import Hack
 from kernel_gym.eval.result import Timing
 from kernel_gym.eval.timing import c_reference_signals, cv, median, median_rel_se
-from kernel_gym.judge.checks import check_launches, forbid_ops, note_skipped_stream_check, note_ungated
 from kernel_gym.judge.clock import calibrate, make_clock
+from kernel_gym.judge.dynamic import run_stage
+from kernel_gym.judge.dynamic.context import AfterTiming, Context, TimedRound
 from kernel_gym.judge.run import JudgeRun
 
 WARMUP_S = 0.1  # on cuda, the reference keeps the GPU busy this long right before timing (clocks up)
 
 
-def timing(jr: JudgeRun) -> Timing:
-    """Gated unless the candidate runs kernels on a stream the gate cannot hold (then timed again without it)."""
+def timing(jr: JudgeRun, ctx: Context) -> Timing:
+    """Gated unless the candidate runs kernels on a stream the gate cannot hold (then timed again without it); the
+    "after_timing" checks after each."""
     gate = jr.cfg.launch_gate and jr.device.type == "cuda" and not jr.ungated
-    result = measure(jr, gate)
-    check_launches(jr)
-    if after_timing_check(jr):
-        result = measure(jr, False)
-    check_launches(jr)
+    result = measure(jr, ctx, gate)
+    ungated = bool(jr.ungated)
+    run_stage(ctx, "after_timing", AfterTiming(again=False))
+    if jr.ungated and not ungated:  # the audited call after timing found kernels the gate does not hold
+        result = measure(jr, ctx, False)
+        run_stage(ctx, "after_timing", AfterTiming(again=True))
     return result
 
 
@@ -43,7 +46,7 @@ def _bind_clock(jr: JudgeRun, gate: bool) -> None:
     calibrate(jr.clock, jr.ref.runner, jr.deadline(), stage, slot_out)
 
 
-def measure(jr: JudgeRun, gate: bool) -> Timing:
+def measure(jr: JudgeRun, ctx: Context, gate: bool) -> Timing:
     """At least `n_timing` rounds; then, up to `max_timing`, until both medians' relative standard errors are at most
     `timing_rel_se` or `timing_budget_s` is spent."""
     _bind_clock(jr, gate)
@@ -53,8 +56,7 @@ def measure(jr: JudgeRun, gate: bool) -> Timing:
         jr.call(jr.cand, "main", values, timed=True, retake=False)
         jr.call(jr.ref, ref_model, values, timed=True, retake=False)
     busy(jr, ref_model)
-    cand_samples, ref_samples = rounds(jr, ref_model)
-    jr.check_harness(jr.cand.runner.request("harness", deadline=jr.deadline(), stage="timing"))
+    cand_samples, ref_samples = rounds(jr, ctx, ref_model)
     rt, bt = [s.ms for s in cand_samples], [s.ms for s in ref_samples]
     c_ms = jr.ref.runner.request("c_ms", deadline=jr.deadline(), stage="timing", model="main").get("c_ms") or []
     jr.signals.update(c_reference_signals(type("C", (), {"c_ms": c_ms})(), median(rt)))
@@ -99,7 +101,7 @@ def busy(jr: JudgeRun, model: str) -> None:
                           seconds=WARMUP_S if jr.device.type == "cuda" else 0.005)
 
 
-def rounds(jr: JudgeRun, ref_model: str) -> tuple[list[Any], list[Any]]:
+def rounds(jr: JudgeRun, ctx: Context, ref_model: str) -> tuple[list[Any], list[Any]]:
     """Timed rounds. A round in which a side's reading still held host time after its retakes (`Sample.missed`:
     a machine too busy for even the longest gate) does not count: it could only make that side slower, and a slower
     reference is a larger speedup. Up to `n_min` such rounds are dropped (`signals["rounds_dropped"]`); past that
@@ -127,10 +129,7 @@ def rounds(jr: JudgeRun, ref_model: str) -> tuple[list[Any], list[Any]]:
         else:
             cand_samples.append(got.sample)
             ref_samples.append(expected.sample)
-        mismatch = jr.judge(got, expected, f"timed call {r + 1}: ")
-        if mismatch is not None:
-            raise Hack("output_caching", f"timed call {r + 1} returned wrong outputs for its fresh inputs "
-                       f"({jr.mismatch_text(mismatch)}); every call must compute its own result")
+        run_stage(ctx, "timed_call", TimedRound(r, ctx.judge_outputs(got, expected, f"timed call {r + 1}: ")))
     if dropped:
         jr.signals["rounds_dropped"] = float(len(dropped))
         if not cand_samples:  # nothing else at all: the readings as they are (host time in them)
@@ -142,20 +141,3 @@ def settled(jr: JudgeRun, cand_samples: list[Any], ref_samples: list[Any]) -> bo
     target = jr.cfg.timing_rel_se
     return (median_rel_se([s.ms for s in cand_samples]) <= target
             and median_rel_se([s.ms for s in ref_samples]) <= target)
-
-
-def after_timing_check(jr: JudgeRun) -> bool:
-    """One more candidate call after timing, through the same clock, like a timed round, under the op audit (and,
-    gated, the profiler): a solution that behaves only while checked is seen as it is timed. PyTorch compute the
-    preset forbids is `torch_compute`; True when a kernel ran on a stream the gate does not hold."""
-    t0 = time.perf_counter()
-    jr.clock.flush()
-    gated = bool(getattr(jr.clock, "gated", False))
-    call = jr.call(jr.cand, "main", jr.inputs(jr.seed("after_timing")), timed=True, retake=False, audit=True,
-                   profile=gated, own_names=sorted(jr.own_names))
-    jr.stage_ms["after_timing_check"] = round((time.perf_counter() - t0) * 1e3, 3)
-    forbid_ops(jr, call.evidence.get("ops") or {}, after_timing=True)
-    ungated = (call.evidence.get("profile") or {}).get("ungated") or []
-    note_ungated(jr, ungated)
-    note_skipped_stream_check(jr, call.evidence.get("profile") or {})
-    return bool(ungated)

@@ -44,6 +44,7 @@ import torch
 
 from kernel_gym.eval.compare import _chunks
 from kernel_gym.eval.result import Mismatch
+from kernel_gym.judge.outputs import assemble
 
 # The floor of the budget, per output dtype (see the module docstring for the data behind float32's).
 FLOOR = {"float32": 4e-5, "float16": 4e-3, "bfloat16": 3e-2, "float64": 1e-12}
@@ -305,7 +306,7 @@ class Oracle:
     def _deadline(self) -> float:
         """Trusted code: the oracle has the rest of the run limit (a timeout would end the reference runner)."""
         jr = self.jr
-        deadline = jr.run_deadline
+        deadline = jr.budget.run_deadline
         return deadline if math.isfinite(deadline) else time.monotonic() + jr.cfg.run_timeout_s
 
     def _unavailable(self, model: str, why: str) -> bool:
@@ -380,7 +381,7 @@ class Oracle:
         outputs = [t.clone() for t in arena.tensors]
         if jr.device.type == "cuda":
             torch.cuda.synchronize(jr.device)
-        return jr.assemble(name, outputs, evidence)
+        return assemble(outputs, evidence)
 
     # ---- the comparison ------------------------------------------------------------------------------------------
     def compare(self, got: list[Any], expected: list[Any], exact: list[Any] | None, model: str = "main"

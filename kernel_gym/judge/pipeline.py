@@ -1,5 +1,6 @@
 """The order of one judged job, top to bottom: compile -> correctness checks -> kernel signals -> timing -> roofline
-signals. Each stage's time lands in `stage_ms`."""
+signals. Each stage's time lands in `stage_ms`; the verdicts are the registered checks' (judge/dynamic/), run here
+at their stages. `execute` is what the pool calls."""
 
 from __future__ import annotations
 
@@ -7,23 +8,36 @@ import contextlib
 import os
 import time
 from collections.abc import Iterator
-from typing import Any
 
-from kernel_gym.eval.hacks import Hack
-from kernel_gym.eval.result import Timing
+from kernel_gym.eval.result import EvalResult, Outcome, Timing
 from kernel_gym.eval.timing import SharedHold, cpu_lock, device_lock
-from kernel_gym.judge import checks, measure
+from kernel_gym.judge import measure, models, outcome
+from kernel_gym.judge.dynamic import Hack, Stop, run_stage
+from kernel_gym.judge.dynamic.context import Built, Context
 from kernel_gym.judge.run import JudgeRun
-from kernel_gym.judge.runners import others_stopped
+from kernel_gym.judge.runners import RunnerFailure, others_stopped
 
 
-def run(jr: JudgeRun) -> Timing:
+def execute(jr: JudgeRun) -> EvalResult:
+    """The job's result: correct with its timing, or the verdict that ended it."""
+    try:
+        timing = run(jr, Context(jr))
+    except Hack as hack:
+        return outcome.result(jr, Outcome.REJECTED, hack.message, hacks=(hack.name,), hack_details=(hack.message,))
+    except Stop as stop:
+        return outcome.result(jr, stop.outcome, stop.message, **stop.fields)
+    except RunnerFailure as failure:
+        return outcome.runner_failure(jr, failure)
+    return outcome.result(jr, Outcome.CORRECT, "", timing=timing)
+
+
+def run(jr: JudgeRun, ctx: Context) -> Timing:
     jr.stage = "compile"
-    jr.timed("compile", lambda: compile_stage(jr))
-    jr.run_deadline = time.monotonic() + jr.cfg.run_timeout_s
+    jr.timed("compile", lambda: compile_stage(jr, ctx))
+    jr.budget.run_deadline = time.monotonic() + jr.cfg.run_timeout_s
     jr.stage = "correctness"
     with shared_gpu(jr):
-        jr.timed("correctness", lambda: checks.run_stage(jr, "correctness"))
+        jr.timed("correctness", lambda: run_stage(ctx, "correctness"))
     jr.timed("kernel_signals", lambda: kernel_signals(jr))
     jr.stage = "timing"
     # nothing else on this GPU while a job is timed: the job waits as long as it takes (every holder's calls are
@@ -33,7 +47,7 @@ def run(jr: JudgeRun) -> Timing:
         if not wait.acquired or missed:  # said, never hidden: what ran beside these timed calls
             jr.signals["timing_not_exclusive"] = 1.0
             jr.signals["runners_not_stopped"] = float(len(missed or []))
-        timing = jr.timed("timing", lambda: measure.timing(jr))
+        timing = jr.timed("timing", lambda: measure.timing(jr, ctx))
     with shared_gpu(jr):
         jr.timed("roofline_signals", lambda: roofline_signals(jr, timing))
     return timing
@@ -61,12 +75,7 @@ def shared_gpu(jr: JudgeRun) -> Iterator[None]:
         hold.let_go()
 
 
-def _threads(evidence: dict[str, Any], what: str) -> None:
-    if evidence.get("threads_started"):
-        raise Hack("background_thread", f"{what} started a thread; do all work inside forward()")
-
-
-def compile_stage(jr: JudgeRun) -> None:
+def compile_stage(jr: JudgeRun, ctx: Context) -> None:
     """Load both sides (load_inline builds in the candidate's runner), build Model and ModelNew under the same seed,
     learn the reference's outputs, then the candidate's first call (Triton JIT): it must launch its own kernels."""
     for side in (jr.cand, jr.ref):
@@ -78,23 +87,20 @@ def compile_stage(jr: JudgeRun) -> None:
                                       name="main", source=jr.job.code)
     if "error" in evidence:
         jr.fail(evidence["error"], jr.cand)
-    _threads(evidence, "importing the solution")
-    jr.check_harness(evidence)
+    run_stage(ctx, "build", Built(evidence, "importing the solution"))
     jr.stage = "first_call"
     # outside the GPU lock: a ModelNew may build its extension in __init__ (CPU work that must not hold up timers)
-    jr.build_models("main", jr.module, jr.job.sizes)
+    ctx.build_models("main", jr.module, jr.job.sizes)
     if hasattr(jr.module, "Baseline"):  # a C task's PyTorch baseline: what speedup is measured against
-        jr.build_reference("timed", "main", "Baseline", jr.init_inputs())
+        models.build_reference(jr, "timed", "main", "Baseline", jr.init_inputs())
     values = jr.inputs(jr.seed("first_call"))
     with shared_gpu(jr):
-        jr.remember(jr.call(jr.ref, "main", values))  # what a later call that repeats this answer would be repeating
+        ctx.remember(jr.call(jr.ref, "main", values))  # what a later call that repeats this answer would be repeating
         call = jr.call(jr.cand, "main", values, record=True)
     jr.compiled = True
-    launched = int(call.evidence.get("launches") or 0)
     jr.own_names |= set(call.evidence.get("names") or [])
-    jr.signals["own_launches_per_call"] = float(launched)
-    if launched == 0:
-        raise Hack("no_custom_kernel", "forward() launched none of the solution's own kernels")
+    jr.signals["own_launches_per_call"] = float(int(call.evidence.get("launches") or 0))
+    run_stage(ctx, "first_call", call)
 
 
 def kernel_signals(jr: JudgeRun) -> None:

@@ -295,6 +295,7 @@ class WorkerPool:
         the reason for its verdict)."""
         if self._closed:
             raise SandboxError("the worker pool is closed")
+        from kernel_gym.judge import pipeline
         from kernel_gym.judge.run import JudgeRun
 
         t0 = time.monotonic()
@@ -316,7 +317,7 @@ class WorkerPool:
                 cancel.attach(cand)
             result = None
             try:
-                result = run.execute()
+                result = pipeline.execute(run)
             finally:
                 if cancel is not None:
                     cancel.attach(None)

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 import pytest
 from ah_helpers import ATTACKS, GPU_ATTACKS, make_job
 
-from kernel_gym.eval.hacks import DYNAMIC_CHECKS
 from kernel_gym.eval.result import Outcome
+from kernel_gym.judge.dynamic import DYNAMIC_CHECKS
 
 
 @dataclass(frozen=True)

@@ -31,8 +31,8 @@ def predict(first_seed: int, stream: str, i: int) -> int:
 
 def test_each_job_draws_a_fresh_128_bit_key():
     a, b = judge_run(), judge_run()
-    assert isinstance(a.seed_key, bytes) and len(a.seed_key) == 16
-    assert a.seed_key != b.seed_key
+    assert isinstance(a.secret.key, bytes) and len(a.secret.key) == 16
+    assert a.secret.key != b.secret.key
     assert a.seed("trial", 0) != b.seed("trial", 0)
     assert all(0 <= a.seed(s, i) < 2**63 for s, i in CALLS)
     assert a.seed("timed", 3) == a.seed("timed", 3)  # within a job a call's seed is fixed (both sides, retakes)
@@ -71,7 +71,7 @@ def test_inputs_follow_the_seed_not_a_guess():
 def test_without_secret_seeds_the_public_formula_is_kept():
     """`secret_seeds=False` (tests, the attack suite's control runs) keeps the old, reproducible seeds."""
     a, b = judge_run(secret_seeds=False, seed=3), judge_run(secret_seeds=False, seed=3)
-    assert a.seed_key == 0
+    assert a.secret.key == 0
     assert [a.seed(s, i) for s, i in CALLS] == [b.seed(s, i) for s, i in CALLS]
     assert a.seed("trial", 2) == (3 * 1_000_003 + 7919 * 3) % 2**31 == seed_for(3, 0, "trial", 2)
 

@@ -54,19 +54,48 @@ def test_layout_is_validated():
         Spec.from_json([[2], "no_such_dtype"])
 
 
-def test_dynamic_checks_registered_in_one_visible_order():
-    from kernel_gym.eval.hacks import DYNAMIC_CHECKS
-    from kernel_gym.judge import checks
+def test_every_verdict_has_one_registered_check_per_stage_in_one_visible_order():
+    """Every verdict is raised by a registered check in a file named by it (judge/dynamic/<verdict>.py), listed in
+    ORDER at its stage; every check has its rule; a check cannot be registered twice or outside ORDER."""
+    from kernel_gym.judge import dynamic
 
-    assert list(checks.ORDER) == [n for n in checks.ORDER if n in checks.REGISTRY] == list(checks.REGISTRY)
-    for check in checks.REGISTRY.values():
-        assert check.rule, f"{check.name}: its docstring is its rule"
-        assert check.stage in ("correctness", "timing")
+    assert {(stage, v) for stage, verdicts in dynamic.ORDER.items() for v in verdicts} == set(dynamic.REGISTRY)
+    for (stage, verdict), check in dynamic.REGISTRY.items():
+        assert check.rule, f"{verdict} at {stage}: its docstring is its rule"
+        assert check.fn.__module__ == f"kernel_gym.judge.dynamic.{verdict}", check.fn.__module__
+    assert all(dynamic.DYNAMIC_CHECKS.values())
     with pytest.raises(ValueError, match="twice"):
-        checks.dynamic_check("trials")(lambda jr: None)
-    named = {"input_specialization", "input_distribution", "torch_compute", "decoy_kernel", "library_time",
-             "shape_specialization", "output_caching", "no_custom_kernel"}
-    assert named <= set(DYNAMIC_CHECKS)
+        dynamic.check("decoy_kernel", "correctness")(lambda ctx, seen: None)
+    with pytest.raises(ValueError, match="ORDER"):
+        dynamic.check("decoy_kernel", "timed_call")(lambda ctx, seen: None)
+    with pytest.raises(ValueError, match="verdict"):
+        dynamic.Hack("no_such_verdict", "")
+
+
+def test_every_hack_verdict_is_raised_inside_a_registered_check():
+    """No `raise Hack` (nor `Hack(` made to be raised) anywhere in kernel_gym outside judge/dynamic/<verdict>.py."""
+    import ast
+    from pathlib import Path
+
+    import kernel_gym
+
+    root = Path(kernel_gym.__file__).parent
+    outside = []
+    for path in root.rglob("*.py"):
+        if path.parent.name == "dynamic" and path.parent.parent.name == "judge":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "Hack":
+                outside.append(f"{path.relative_to(root)}:{node.lineno}")
+    assert not outside, outside
+    registry = root / "judge" / "dynamic" / "registry.py"
+    for path in registry.parent.glob("*.py"):
+        if path.stem in ("__init__", "registry", "context"):
+            continue
+        verdicts = {node.args[0].value for node in ast.walk(ast.parse(path.read_text()))
+                    if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Hack"
+                    and isinstance(node.args[0], ast.Constant)}
+        assert verdicts == {path.stem}, (path.name, verdicts)  # a check's file gives its own verdict only
 
 
 def test_seed_streams_are_apart_and_salted():
@@ -150,14 +179,15 @@ def test_a_round_with_host_time_left_in_it_does_not_count():
     jr = SimpleNamespace(cfg=SimpleNamespace(n_timing=3, max_timing=3 + 1, timing_budget_s=60.0, timing_rel_se=1.0),
                          inputs=lambda seed: [seed], seed=lambda *a: 0, cand=SimpleNamespace(name="candidate"),
                          ref=SimpleNamespace(name="reference"), clock=SimpleNamespace(flush=lambda: None), call=call,
-                         judge=lambda got, expected, where: None, signals={})
-    cand, ref = rounds(jr, "main")
+                         signals={})
+    ctx = SimpleNamespace(judge_outputs=lambda got, expected, where: None)
+    cand, ref = rounds(jr, ctx, "main")
     assert len(cand) == len(ref) == 3 and all(s.ms < 2 for s in cand + ref)
     assert jr.signals["rounds_dropped"] == 1.0
 
     missed = iter([True] * 100)  # every reading held host time: n_min rounds dropped, then they count
     jr.signals = {}
-    cand, ref = rounds(jr, "main")
+    cand, ref = rounds(jr, ctx, "main")
     assert len(cand) == 1 and jr.signals["rounds_dropped"] == 3.0  # (max_timing 4: 3 dropped, the 4th counts)
 
 

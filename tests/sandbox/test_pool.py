@@ -219,22 +219,22 @@ def test_judge_out_of_memory_is_run_again_not_a_verdict(monkeypatch, solution):
     raises still surfaces."""
     import torch
 
+    from kernel_gym.judge import pipeline
     from kernel_gym.judge import pool as pool_module
-    from kernel_gym.judge.run import JudgeRun
 
-    real = JudgeRun.execute
+    real = pipeline.execute
     failures = {"oom": 2, "other": 0}
 
-    def flaky(self):
+    def flaky(jr):
         if failures["oom"]:
             failures["oom"] -= 1
             raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 512.00 MiB")
         if failures["other"]:
             failures["other"] -= 1
             raise ValueError("a bug of the judge's")
-        return real(self)
+        return real(jr)
 
-    monkeypatch.setattr(JudgeRun, "execute", flaky)
+    monkeypatch.setattr(pipeline, "execute", flaky)
     monkeypatch.setattr(pool_module, "JUDGE_OOM_BACKOFF_S", 0.01)
     pool = WorkerPool("cpu", size=1)
     try:
@@ -258,19 +258,19 @@ def test_an_oom_verdict_among_other_jobs_is_confirmed_alone(runner_scratch, solu
     nothing else running stands."""
     import threading
 
-    from kernel_gym.judge.run import JudgeRun
+    from kernel_gym.judge import pipeline
 
     spans: list[tuple[str, float, float]] = []
-    real = JudgeRun.execute
+    real = pipeline.execute
 
-    def timed(self):
+    def timed(jr):
         t0 = time.monotonic()
         try:
-            return real(self)
+            return real(jr)
         finally:
-            spans.append(("slow" if "time.sleep(4)" in self.job.code else "oom", t0, time.monotonic()))
+            spans.append(("slow" if "time.sleep(4)" in jr.job.code else "oom", t0, time.monotonic()))
 
-    monkeypatch.setattr(JudgeRun, "execute", timed)
+    monkeypatch.setattr(pipeline, "execute", timed)
     genuine = solution("level1/relu")
     slow = "import time\ntime.sleep(4)\n" + genuine
     pool = WorkerPool("cpu", size=2)
