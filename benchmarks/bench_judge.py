@@ -99,7 +99,7 @@ def section_noop(args: argparse.Namespace) -> dict:
 
 def section_agreement(args: argparse.Namespace) -> dict:
     from kernel_gym.eval.job import EvalConfig, job_for
-    from kernel_gym.sandbox import WorkerPool
+    from kernel_gym.judge.pool import WorkerPool
     from kernel_gym.tasks import load_task
 
     pool = WorkerPool("cuda")
@@ -145,7 +145,7 @@ def section_agreement(args: argparse.Namespace) -> dict:
 
 def section_hang(args: argparse.Namespace) -> dict:
     from kernel_gym.eval.job import EvalConfig, job_for
-    from kernel_gym.sandbox import WorkerPool
+    from kernel_gym.judge.pool import WorkerPool
     from kernel_gym.tasks import load_task
 
     task = load_task("level1/relu")

@@ -39,7 +39,7 @@ def ready_seconds(device: str, n: int) -> list[float]:
 
 def one_evaluation(device: str) -> dict:
     from kernel_gym.eval.job import EvalConfig, job_for
-    from kernel_gym.sandbox import WorkerPool
+    from kernel_gym.judge.pool import WorkerPool
     from kernel_gym.tasks import load_task
 
     pool = WorkerPool(device)

@@ -8,8 +8,7 @@ Importing this package registers every environment id (see kernel_gym.registrati
 
 from kernel_gym import forking
 from kernel_gym.registration import register_envs
-
-__version__ = "0.1.0"
+from kernel_gym.version import __version__
 
 register_envs()
 forking.register()  # a forked child runs torch on one thread (GNU OpenMP hangs a child forked after use)

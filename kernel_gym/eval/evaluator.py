@@ -96,7 +96,7 @@ class LocalEvaluator:
                     clients = [JudgeClient.for_device(self.device, g, slots, self.memory_limit_gb) for g in gpus]
                     self._pool = clients[0] if len(clients) == 1 else JudgeClients(clients)
                 else:
-                    from kernel_gym.sandbox import WorkerPool
+                    from kernel_gym.judge.pool import WorkerPool
 
                     self._pool = WorkerPool(self.device, self.workers, self.gpus, self.memory_limit_gb)
             return self._pool

@@ -62,7 +62,7 @@ def gpu_key(gpu: int | None) -> str:
 def socket_path(device: str, gpu: int | None = None) -> Path:
     """The judge's socket for a device (one per GPU; one for the cpu backend), per installed kernel_gym (clients of
     another checkout get their own judge, so a judge never runs code of another version)."""
-    from kernel_gym import __version__
+    from kernel_gym.version import __version__
 
     build = hashlib.sha1(f"{__version__}:{_PACKAGE_PARENT}".encode()).hexdigest()[:8]
     name = f"judge-{device}-{gpu_key(gpu) if device == 'cuda' else 'host'}-{build}.sock"

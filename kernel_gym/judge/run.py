@@ -6,10 +6,8 @@ their pristine copies, the tolerances, the comparison, the clock and the verdict
 candidate's (untrusted, fresh per job) and the reference's (the same program, the task's code only), so both
 sides are called and timed the same way. Inputs and outputs cross in shared memory (`kernel_gym.sandbox.shared`):
 the runner copies its outputs into the judge's NaN-filled buffers before it answers; the judge snapshots them
-right after, in its own order, so an early answer reads as a mismatch.
-
-The order of a job is the pipeline's (judge/pipeline.py); the verdicts are the registered checks'
-(judge/dynamic/), which see the job through their own narrow interface.
+right after, in its own order, so an early answer reads as a mismatch. The order of a job is the pipeline's
+(judge/pipeline.py); the verdicts are the registered checks' (judge/dynamic/).
 """
 
 from __future__ import annotations

@@ -265,7 +265,7 @@ def test_environment_is_scrubbed(monkeypatch):
     monkeypatch.setenv("KERNEL_GYM_TEST_API_KEY", "sk-must-not-leak")
     monkeypatch.setenv("WANDB_API_KEY", "must-not-leak")
     monkeypatch.setenv("HF_TOKEN", "must-not-leak")
-    from kernel_gym.sandbox import WorkerPool
+    from kernel_gym.judge.pool import WorkerPool
 
     pool = WorkerPool("cpu")
     try:

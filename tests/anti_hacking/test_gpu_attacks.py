@@ -25,7 +25,7 @@ pytestmark = pytest.mark.gpu
 
 @pytest.fixture(scope="module")
 def cuda_pool():
-    from kernel_gym.sandbox import WorkerPool
+    from kernel_gym.judge.pool import WorkerPool
 
     pool = WorkerPool("cuda")
     pool.warm_up()

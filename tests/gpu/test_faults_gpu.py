@@ -21,7 +21,7 @@ FAULTS = SOL / "faults"
 
 @pytest.fixture(scope="module")
 def pool2():
-    from kernel_gym.sandbox import WorkerPool
+    from kernel_gym.judge.pool import WorkerPool
 
     pool = WorkerPool("cuda", 2, gpus=[0, 0])
     pool.warm_up()

@@ -56,7 +56,7 @@ class ModelNew(nn.Module):
 
 @pytest.fixture(scope="module")
 def cuda_pool():
-    from kernel_gym.sandbox import WorkerPool
+    from kernel_gym.judge.pool import WorkerPool
 
     pool = WorkerPool("cuda")
     pool.warm_up()
@@ -179,7 +179,7 @@ def test_runners_give_their_gpu_memory_back_between_jobs():
     kept their caches filled an H100 and genuine kernels ended as `crash` for want of memory."""
     import torch
 
-    from kernel_gym.sandbox import WorkerPool
+    from kernel_gym.judge.pool import WorkerPool
 
     def runners_use() -> int:  # everything on the GPU but this process's (the judge's) own reservations
         free, total = torch.cuda.mem_get_info()

@@ -20,7 +20,8 @@ import time
 import pytest
 import torch
 
-from kernel_gym.judge.oracle import DEFAULT_K, FLOOR, budget_for, to_float64
+from kernel_gym.judge.error_budget import DEFAULT_K, FLOOR, budget_for
+from kernel_gym.judge.oracle import to_float64
 
 pytestmark = pytest.mark.gpu
 
@@ -32,7 +33,7 @@ NUMBERS: dict[str, dict] = {}
 
 @pytest.fixture(scope="module")
 def cuda_pool():
-    from kernel_gym.sandbox import WorkerPool
+    from kernel_gym.judge.pool import WorkerPool
 
     pool = WorkerPool("cuda")
     pool.warm_up()

@@ -14,7 +14,8 @@ import pathlib
 import pytest
 import torch
 
-from kernel_gym.judge.oracle import DEFAULT_K, FLOOR, OutputBudget, budget_for, derived_for, errors, to_float64
+from kernel_gym.judge.error_budget import DEFAULT_K, FLOOR, OutputBudget, budget_for, derived_for, errors
+from kernel_gym.judge.oracle import to_float64
 
 CASES = pathlib.Path(__file__).resolve().parent / "oracle_cases"
 
@@ -66,7 +67,7 @@ def test_without_an_oracle_the_candidate_is_measured_against_the_reference_withi
 
 
 def test_a_report_names_the_worst_measure_with_its_numbers():
-    from kernel_gym.judge.oracle import Errors
+    from kernel_gym.judge.error_budget import Errors
 
     b = OutputBudget(2, Errors(1e-5, 4e-5), Errors(1e-6, 1e-6), k=8, floor=4e-5)
     report = b.report()
@@ -205,7 +206,8 @@ def test_no_budget_accepts_an_output_far_from_the_reference():
     than max_rel_l2 from the reference in norm is a mismatch whatever its budget says."""
     import types
 
-    from kernel_gym.judge.oracle import Errors, Oracle
+    from kernel_gym.judge.error_budget import Errors
+    from kernel_gym.judge.oracle import Oracle
 
     jr = types.SimpleNamespace(cfg=types.SimpleNamespace(max_rel_l2=1e-2))
     oracle = Oracle.__new__(Oracle)

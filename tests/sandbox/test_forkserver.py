@@ -130,7 +130,7 @@ def test_on_for_cpu_runners_and_off_for_cuda_by_default(monkeypatch):
 @pytest.mark.timeout(300)
 def test_a_job_whose_fork_server_died_is_a_harness_failure_not_a_verdict(forked, relu_code, runner_scratch, cpu_job):
     from kernel_gym.errors import SandboxError
-    from kernel_gym.sandbox import WorkerPool
+    from kernel_gym.judge.pool import WorkerPool
 
     marker = runner_scratch / "forkserver.pid"
     code = relu_code(header="import os\nimport time", extra=f"""

@@ -12,7 +12,7 @@ import pytest
 from kernel_gym.errors import SandboxError
 from kernel_gym.eval.job import EvalConfig, EvalJob
 from kernel_gym.eval.result import Outcome
-from kernel_gym.sandbox import WorkerPool
+from kernel_gym.judge.pool import WorkerPool
 from kernel_gym.tasks import load_task
 
 
@@ -177,7 +177,7 @@ def test_crash_output_is_only_this_jobs_output(pool, relu_code):
 
 
 def test_stale_worker_roots_are_swept(tmp_path):
-    from kernel_gym.sandbox.pool import ROOT_PREFIX, sweep_stale_roots
+    from kernel_gym.judge.pool import ROOT_PREFIX, sweep_stale_roots
 
     dead = tmp_path / f"{ROOT_PREFIX}dead"
     dead.mkdir()

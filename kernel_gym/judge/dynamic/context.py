@@ -188,7 +188,7 @@ class Context:
                    for e in self._earlier)
 
     def mismatch_text(self, m: Mismatch) -> str:
-        if m.rule != "fixed":  # the error budget (judge/oracle.py): its numbers are in the text
+        if m.rule != "fixed":  # the error budget (judge/error_budget.py): its numbers are in the text
             return compare.error_summary(m)
         jr = self._jr
         return compare.error_summary(m) + f" (atol={jr.atol:g}, rtol={jr.rtol:g}, dtype {jr.job.dtype})"
