@@ -80,14 +80,9 @@ class KernelGymEnvironment(Environment[KernelAction, KernelObservation, KernelSt
 
     def __init__(self, *, env_kwargs: dict[str, Any] | None = None, evaluator: Any = None):
         super().__init__()
-        from kernel_gym.device import local_device
-        from kernel_gym.env import KernelRefineEnv
-        from kernel_gym.integrations.shared_evaluator import shared_evaluator
+        from kernel_gym.integrations.episodes import make_env
 
-        kwargs = dict(env_kwargs or {})
-        device = kwargs.get("device", "auto")
-        kwargs["device"] = local_device("auto") if device == "auto" else device
-        self.env = KernelRefineEnv(evaluator=evaluator or shared_evaluator(kwargs["device"]), **kwargs)
+        self.env = make_env(env_kwargs or {}, evaluator=evaluator)
         self._state = KernelState(max_turns=self.env.config.max_turns)
         self._started = False
 

@@ -49,9 +49,9 @@ import torch
 from openrlhf.utils.agent import AgentExecutorBase, AgentInstanceBase
 
 from kernel_gym.errors import ConfigError
-from kernel_gym.integrations import episodes
-from kernel_gym.integrations.shared_evaluator import offload, shared_evaluator
-from kernel_gym.rewards import aggregate
+from kernel_gym.integrations.episodes import Episode, Policy, episode_settings, make_env, play
+from kernel_gym.integrations.episodes import parse_label as parse_label  # the one label reader, under this name too
+from kernel_gym.integrations.shared_evaluator import offload
 
 logger = logging.getLogger(__name__)
 
@@ -69,20 +69,13 @@ _ENV_DEFAULTS = {"KERNEL_GYM_MAX_TURNS": ("max_turns", int), "KERNEL_GYM_GAMMA":
 
 
 # ---- labels and settings -------------------------------------------------------------------------------------------
-def parse_label(label: Any) -> dict[str, Any]:
-    """A prompt's label -> dict: a JSON object string (or a dict) with at least "task"; a bare string is a task id."""
-    return episodes.parse_label(label, "an OpenRLHF label")
-
-
 def env_settings(label: Any) -> tuple[dict[str, Any], int | None]:
     """(gym.make keywords, reset seed) for a label: KERNEL_GYM_* defaults, then the label's own keys."""
-    kwargs: dict[str, Any] = json.loads(os.environ.get("KERNEL_GYM_ENV_KWARGS") or "{}")
+    defaults: dict[str, Any] = json.loads(os.environ.get("KERNEL_GYM_ENV_KWARGS") or "{}")
     for var, (key, cast) in _ENV_DEFAULTS.items():
         if os.environ.get(var):
-            kwargs[key] = cast(os.environ[var])
-    kwargs.update(parse_label(label))
-    seed = kwargs.pop("seed", None)
-    return kwargs, None if seed is None else int(seed)
+            defaults[key] = cast(os.environ[var])
+    return episode_settings(label, defaults, "an OpenRLHF label")
 
 
 def executor_mode(mode: str | None = None) -> str:
@@ -200,16 +193,16 @@ class KernelRefineAgent(AgentInstanceBase):
         self.chat = chat or ChatFormat()
         self.evaluator = evaluator  # None: the process's shared evaluator for the env's device
         self.policy_summaries = policy_summaries  # the executor asks llm_engine for each turn's summary
-        self.env = None
-        self.config = None  # the episode's EnvConfig (kept after close: max_turns, gamma, aggregation)
-        self.scores: list[float] = []
+        self.episode: Episode | None = None
+        self.env = None  # the episode's env while it is open
+        self.config = None  # the episode's EnvConfig (kept after close)
 
     async def reset(self, states: dict, **kwargs: Any) -> dict:
-        env_kwargs, seed = env_settings(states.get("label"))
-        self.env = await offload(self._make_env, env_kwargs)
-        self.config = self.env.config
-        observation, info = await offload(self.env.reset, seed=seed)
-        self.scores = []
+        settings, seed = env_settings(states.get("label"))
+        env = await offload(make_env, settings, evaluator=self.evaluator, policy_summaries=self.policy_summaries)
+        self.episode, self.env, self.config = Episode(env), env, env.config
+        info = await offload(self.episode.reset, seed)
+        observation = self.episode.observation
         prompt = states.get("observation")
         self.chat.learn(prompt, observation)
         if isinstance(prompt, str) and observation in prompt:
@@ -221,47 +214,25 @@ class KernelRefineAgent(AgentInstanceBase):
     async def step(self, states: dict, **kwargs: Any) -> dict:
         if self.env is None:
             raise ConfigError("KernelRefineAgent.step() before reset()")
-        observation, reward, terminated, truncated, info = await offload(self.env.step,
-                                                                                  states["action_text"])
-        done = bool(terminated or truncated)
-        self.scores.append(float(info["score"]))
+        observation, reward, _, _, info = await offload(self.episode.step, states["action_text"])
+        done = self.episode.done
         if done:
             feedback = ""
             await offload(self.close)
         else:
-            text = episodes.followup(info, self.max_turns)
-            feedback = self.chat.followup(text, states.get("action_end"))
-        return {"rewards": torch.tensor(float(reward)), "scores": torch.tensor(max(self.scores)),
+            feedback = self.feedback(states.get("action_end"))
+        return {"rewards": torch.tensor(float(reward)), "scores": torch.tensor(max(self.episode.scores)),
                 "environment_feedback": feedback, "done": done, "extra_logs": turn_logs(info),
                 "observation": observation, "info": info}
 
-    @property
-    def max_turns(self) -> int:
-        return self.config.max_turns
-
-    @property
-    def gamma(self) -> float:
-        return self.config.gamma
-
-    @property
-    def aggregation(self) -> str:
-        return self.config.aggregation
+    def feedback(self, action_end: str | None = None) -> str:
+        """The newest step's feedback as the user turn that follows the response (see `ChatFormat.followup`)."""
+        return self.chat.followup(self.episode.followup(), action_end)
 
     def close(self) -> None:
         if self.env is not None:
-            self.env.close()  # the shared evaluator stays open (the env does not own it)
+            self.episode.close()
             self.env = None
-
-    def _make_env(self, env_kwargs: dict[str, Any]):
-        from kernel_gym.device import local_device
-        from kernel_gym.env import KernelRefineEnv
-
-        device = env_kwargs.get("device", "auto")
-        env_kwargs["device"] = local_device("auto") if device == "auto" else device
-        evaluator = self.evaluator or shared_evaluator(env_kwargs["device"])
-        if self.policy_summaries:
-            env_kwargs["summarizer"] = episodes.policy_summarizer(int(env_kwargs.get("summary_chars", 400)))
-        return KernelRefineEnv(evaluator=evaluator, **env_kwargs)
 
 
 # ---- the executor --------------------------------------------------------------------------------------------------
@@ -286,23 +257,29 @@ class KernelRefineExecutor(AgentExecutorBase):
             raise ConfigError(f"{ENV_SUMMARIES}=1 needs {ENV_MODE}=turns: in sum mode the prompt is the conversation "
                               "itself, which shows no summaries")
         agent = self.agent_cls(chat=ChatFormat(hf_tokenizer), evaluator=self.evaluator, policy_summaries=summaries)
-        episode = _Episode(agent, sampling_params, max_length, hf_tokenizer, llm_engine)
         try:
             reset = await agent.reset({"observation": prompt, "label": label})
-            if self.mode == "sum":
-                return await episode.run_summed(prompt, label, reset["observation"])
-            return await episode.run_turns(prompt, label, reset["observation"])
+            policy = _Policy(agent, reset["observation"], self.mode == "turns", sampling_params, max_length,
+                             hf_tokenizer, llm_engine)
+            await play([agent.episode], policy, summaries=summaries)
+            return policy.samples(prompt, label)
         finally:
             await offload(agent.close)
 
 
-class _Episode:
-    """The generation loop of one execute(): token bookkeeping around the agent's reset/step."""
+class _Policy(Policy):
+    """The trainer's side of one execute(): answers from llm_engine, and the token bookkeeping of the samples."""
 
-    def __init__(self, agent: KernelRefineAgent, sampling_params, max_length: int, tokenizer, engine):
-        self.agent, self.sampling_params, self.max_length = agent, sampling_params, max_length
-        self.tokenizer, self.engine = tokenizer, engine
+    def __init__(self, agent: KernelRefineAgent, shown: str, turns: bool, sampling_params, max_length: int,
+                 tokenizer, engine):
+        self.agent, self.shown, self.turns = agent, shown, turns
+        self.sampling_params, self.max_length, self.tokenizer, self.engine = sampling_params, max_length, tokenizer, engine
         self.want_logprobs = getattr(sampling_params, "logprobs", None) is not None
+        self.turn_samples: list[dict] = []  # "turns": one per turn
+        self.tokens = self.fit_prompt(self.tokenize(shown))  # "sum": the conversation so far
+        self.ranges: list[tuple[int, int]] = []
+        self.logprobs = [0.0] * len(self.tokens) if self.want_logprobs else None
+        self.truncated, self.end = False, None
 
     def tokenize(self, text: str) -> list[int]:
         return list(self.tokenizer(text=text, add_special_tokens=False, return_tensors="pt")["input_ids"][0].tolist())
@@ -315,6 +292,34 @@ class _Episode:
                            "lower the env's max_obs_chars)", len(tokens), room)
             tokens = tokens[-max(room, 1):]
         return tokens
+
+    async def answer(self, episodes: list[Episode]) -> list[str]:
+        (episode,) = episodes
+        if self.turns and episode.infos:  # a later turn: a fresh conversation with the env's observation
+            context = self.fit_prompt(self.tokenize(self.agent.chat.user_turn(episode.observation)))
+        else:  # the first turn's prompt, or the conversation so far ("sum")
+            context = self.tokens
+        action, action_lp, self.truncated, text, self.end = await self.generate(context)
+        span = (len(context), len(context) + len(action))
+        if self.turns:
+            logprobs = [0.0] * len(context) + (action_lp or [0.0] * len(action)) if self.want_logprobs else None
+            self.turn_samples.append({"observation_tokens": context + action, "action_ranges": [span],
+                                      "rollout_log_probs": logprobs, "truncated": self.truncated})
+        else:
+            self.ranges.append(span)
+            self.tokens = context + action
+            if self.logprobs is not None:
+                self.logprobs += action_lp or [0.0] * len(action)
+        return [text]
+
+    async def follow(self, episode: Episode) -> bool:
+        if self.turns:
+            return True
+        feedback = self.tokenize(self.agent.feedback(self.end))
+        self.tokens = self.tokens + feedback
+        if self.logprobs is not None:
+            self.logprobs += [0.0] * len(feedback)
+        return self.max_length - len(self.tokens) > 0
 
     async def generate(self, context: list[int]):
         """(token ids, logprobs or None, cut by the length limit, text, text of the turn-ending token or None)."""
@@ -339,57 +344,19 @@ class _Episode:
         text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
         return (await self.engine.generate(self.tokenize(text), params, multi_modal_data=None)).outputs[0].text
 
-    async def step(self, observation_text: str, action_text: str, label, end_text: str | None) -> dict:
-        if self.agent.policy_summaries and self.agent.env is not None:
-            await episodes.prefill_summary(self.agent.env, action_text, self.summary)
-        return await self.agent.step({"observation_text": observation_text, "action_text": action_text, "label": label,
-                                      "sampling_params": self.sampling_params, "action_end": end_text})
-
-    async def run_summed(self, prompt, label, observation: str) -> dict:
-        tokens = self.fit_prompt(self.tokenize(observation))
-        logprobs = [0.0] * len(tokens) if self.want_logprobs else None
-        ranges, total, scores, logs, truncated, text = [], 0.0, 0.0, {}, False, observation
-        while self.max_length - len(tokens) > 0:
-            action, action_lp, truncated, action_text, end = await self.generate(tokens)
-            ranges.append((len(tokens), len(tokens) + len(action)))
-            result = await self.step(text, action_text, label, end)
-            total += float(result["rewards"].item())
-            scores, logs = float(result["scores"]), result["extra_logs"]
-            feedback = self.tokenize(result["environment_feedback"]) if result["environment_feedback"] else []
-            tokens, text = tokens + action + feedback, text + action_text + result["environment_feedback"]
-            if logprobs is not None:
-                logprobs += (action_lp or [0.0] * len(action)) + [0.0] * len(feedback)
-            if result["done"]:
-                break
-        return {"prompt": prompt, "label": label, "images": None, "mm_train_inputs": None, "reward": total,
-                "scores": scores, "observation_tokens": tokens, "action_ranges": ranges,
-                "rollout_log_probs": logprobs, "truncated": truncated, "extra_logs": logs}
-
-    async def run_turns(self, prompt, label, observation: str) -> list[dict]:
-        samples, scores, returns, done = [], [], None, False
-        while not done:
-            context = self.fit_prompt(self.tokenize(observation))
-            action, action_lp, truncated, action_text, end = await self.generate(context)
-            result = await self.step(observation, action_text, label, end)
-            info, done = result["info"], result["done"]
-            scores.append(float(info["score"]))
-            logprobs = None
-            if self.want_logprobs:
-                logprobs = [0.0] * len(context) + (action_lp or [0.0] * len(action))
-            samples.append({"prompt": prompt, "label": label, "images": None, "mm_train_inputs": None,
-                            "observation_tokens": context + action,
-                            "action_ranges": [(len(context), len(context) + len(action))],
-                            "rollout_log_probs": logprobs, "truncated": truncated, "scores": scores[-1],
-                            "extra_logs": turn_logs(info)})
-            if done:
-                returns = info.get("returns")
-            else:
-                observation = self.agent.chat.user_turn(result["observation"])
-        if returns is None or len(returns) != len(samples):
-            returns = aggregate(scores, self.agent.gamma, self.agent.aggregation)
-        for sample, ret in zip(samples, returns):
-            sample["reward"] = float(ret)
-            sample["extra_logs"]["kernel/return"] = float(ret)
+    def samples(self, prompt, label) -> dict | list[dict]:
+        """The played episode as OpenRLHF samples: one summed sample ("sum") or one per turn with its return."""
+        episode = self.agent.episode
+        base = {"prompt": prompt, "label": label, "images": None, "mm_train_inputs": None}
+        if not self.turns:
+            return {**base, "reward": episode.reward(), "scores": max(episode.scores),
+                    "observation_tokens": self.tokens, "action_ranges": self.ranges,
+                    "rollout_log_probs": self.logprobs, "truncated": self.truncated,
+                    "extra_logs": turn_logs(episode.infos[-1])}
+        samples = []
+        for sample, info, ret in zip(self.turn_samples, episode.infos, episode.returns()):
+            samples.append({**base, **sample, "reward": ret, "scores": float(info["score"]),
+                            "extra_logs": {**turn_logs(info), "kernel/return": ret}})
         return samples
 
 

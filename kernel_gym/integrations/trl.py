@@ -37,17 +37,17 @@ Extra columns the reward functions receive (one value per completion): `kernel_r
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import Any
 
 from kernel_gym.errors import ConfigError
 from kernel_gym.feedback.summarize import ModelSummarizer
-from kernel_gym.integrations import episodes as shared
-from kernel_gym.rewards import aggregate
+from kernel_gym.integrations.episodes import Episode, Policy, episode_settings, make_env, play
+from kernel_gym.integrations.episodes import parse_label as parse_label  # the one label reader, under this name too
 
 logger = logging.getLogger(__name__)
 
@@ -58,12 +58,6 @@ Generate = Callable[[list[list[int]], Any], tuple[list[list[int]], list[list[flo
 
 
 # ---- dataset and reward ---------------------------------------------------------------------------------------------
-def parse_label(prompt: Any) -> dict[str, Any]:
-    """A dataset prompt -> gym.make keywords: a JSON object with "task", or a bare task id (a chat prompt's last
-    message content is read)."""
-    return shared.parse_label(prompt, "a KernelRefine prompt")
-
-
 def kernel_dataset(suite: str | None = None, *, tasks: Sequence[str] | None = None, split: str | None = "train",
                    repeat: int = 1, **env_kwargs: Any):
     """A `datasets.Dataset` with one `prompt` per task (a JSON label: the task and `env_kwargs`), `repeat` times.
@@ -145,19 +139,18 @@ def trainer_generate(prompt_ids: list[list[int]], trainer: Any) -> tuple[list[li
 
 
 # ---- the rollout ----------------------------------------------------------------------------------------------------
-@dataclass
-class _Episode:
-    env: Any
-    label: dict[str, Any]
-    slots: list[int]
-    observation: str = ""
-    prompt_ids: list[int] = field(default_factory=list)
-    samples: list[dict[str, Any]] = field(default_factory=list)  # "turns": one per turn
-    completion: list[int] = field(default_factory=list)  # "episode": responses and feedback
-    env_mask: list[int] = field(default_factory=list)
-    logprobs: list[float] | None = field(default_factory=list)
-    infos: list[dict[str, Any]] = field(default_factory=list)
-    done: bool = False
+class _Episode(Episode):
+    """An episode and the completion slots it fills: one per turn ("turns"), or its first alone ("episode")."""
+
+    def __init__(self, env: Any, slots: list[int]):
+        super().__init__(env)
+        self.slots = slots
+        self.prompt_ids: list[int] = []
+        self.samples: list[dict[str, Any]] = []  # "turns": one per turn
+        self.completion: list[int] = []  # "episode": responses and feedback
+        self.env_mask: list[int] = []
+        self.logprobs: list[float] | None = []
+        self.last_ids: list[int] = []  # the newest response
 
 
 class KernelRefineRollout:
@@ -197,18 +190,21 @@ class KernelRefineRollout:
                 self.summarizer = _PolicySummarizer(chat, self.generate, trainer,
                                                     max_chars=int(self.env_kwargs.get("summary_chars", 400)))
             summarizer = self.summarizer
-        episodes = self._start(prompts, trainer, summarizer)
+        episodes: list[_Episode] = []
         try:
+            self._start(prompts, trainer, summarizer, episodes)
+            policy = _Policy(self.mode == "turns", chat, self.generate, trainer)
             with ThreadPoolExecutor(max_workers=max(1, len(episodes)), thread_name_prefix="kernel-gym-trl") as pool:
-                for _ in range(self.max_turns):
-                    self._turn(episodes, chat, trainer, pool, summarizer)
+                _run(play(episodes, policy, rounds=self.max_turns, summaries=summarizer is not None, threads=pool))
         finally:
             for episode in episodes:
-                episode.env.close()
+                episode.close()
         return self._output(episodes, len(prompts))
 
     # ---- pieces -----------------------------------------------------------------------------------------------------
-    def _start(self, prompts: list[Any], trainer: Any, summarizer: ModelSummarizer | None) -> list[_Episode]:
+    def _start(self, prompts: list[Any], trainer: Any, summarizer: ModelSummarizer | None,
+               episodes: list[_Episode]) -> None:
+        """Open one reset episode per group of prompts into `episodes` (a group is `max_turns` slots in "turns")."""
         size = self.max_turns if self.mode == "turns" else 1
         if self.mode == "turns":
             groups = [getattr(trainer, "num_generations", None), getattr(trainer, "num_generations_eval", None)]
@@ -216,92 +212,22 @@ class KernelRefineRollout:
                 raise ConfigError(f"mode='turns' makes one completion per turn: num_generations ({groups[0]}), "
                                   f"num_generations_eval ({groups[1]}) and the per-device batch ({len(prompts)}) must "
                                   f"be multiples of max_turns ({size})")
-        episodes = []
         for start in range(0, len(prompts), size):
             chunk = prompts[start:start + size]
             if any(p != chunk[0] for p in chunk):
                 raise ConfigError("mode='turns': the max_turns consecutive prompts of one episode differ (GRPO's "
                                   "sampler repeats each prompt num_generations times; keep that a multiple of "
                                   "max_turns)")
-            label = parse_label(chunk[0])
-            episodes.append(_Episode(self._make_env(label, summarizer), label, list(range(start, start + size))))
-        for episode in episodes:
-            seed = episode.label.get("seed")
-            episode.observation, _ = episode.env.reset(seed=None if seed is None else int(seed))
-        return episodes
-
-    def _make_env(self, label: dict[str, Any], summarizer: ModelSummarizer | None):
-        from kernel_gym.device import local_device
-        from kernel_gym.env import KernelRefineEnv
-        from kernel_gym.integrations.shared_evaluator import shared_evaluator
-
-        kwargs = {**self.env_kwargs, **{k: v for k, v in label.items() if k != "seed"}}
-        if self.mode == "turns" and int(kwargs.get("max_turns", self.max_turns)) != self.max_turns:
-            raise ConfigError(f"a label's max_turns ({kwargs['max_turns']}) differs from the rollout's "
-                              f"({self.max_turns}): in mode='turns' every episode fills max_turns slots")
-        kwargs["max_turns"] = int(kwargs.get("max_turns", self.max_turns))
-        device = kwargs.get("device", "auto")
-        kwargs["device"] = local_device("auto") if device == "auto" else device
-        if summarizer is not None:
-            kwargs["summarizer"] = summarizer
-        return KernelRefineEnv(evaluator=self.evaluator or shared_evaluator(kwargs["device"]), **kwargs)
-
-    def _turn(self, episodes: list[_Episode], chat: ChatTokens, trainer: Any, pool: ThreadPoolExecutor,
-              summarizer: ModelSummarizer | None) -> None:
-        active = [e for e in episodes if not e.done]
-        contexts = []
-        for e in active:
-            if self.mode == "turns" or not e.prompt_ids:
-                context = chat.user_turn(e.observation)
-                if not e.prompt_ids:
-                    e.prompt_ids = context
-                contexts.append(context)
-            else:
-                contexts.append(e.prompt_ids + e.completion)
-        completions, logprobs = self.generate(contexts, trainer) if contexts or _collective(trainer) else ([], None)
-        texts = [chat.decode(ids) for ids in completions]
-        if summarizer is not None:
-            self._prefetch_summaries(summarizer, active, texts, trainer)
-        results = list(pool.map(lambda pair: pair[0].env.step(pair[1]), zip(active, texts)))
-        limit = getattr(trainer, "max_completion_length", None)
-        for i, (e, (obs, _, terminated, truncated, info)) in enumerate(zip(active, results)):
-            ids = list(completions[i])
-            lps = list(logprobs[i]) if logprobs is not None else None
-            e.infos.append(info)
-            e.done = bool(terminated or truncated)
-            if self.mode == "turns":
-                e.samples.append({"prompt_ids": contexts[i], "completion_ids": ids, "logprobs": lps})
-            else:
-                feedback = [] if e.done else chat.followup(
-                    shared.followup(info, e.env.config.max_turns), ids)
-                e.completion += ids + feedback
-                e.env_mask += [1] * len(ids) + [0] * len(feedback)
-                e.logprobs = None if lps is None or e.logprobs is None else e.logprobs + lps + [0.0] * len(feedback)
-                if limit and len(e.completion) >= limit:
-                    e.done = True  # the completion budget is spent: the episode ends here
-            e.observation = obs
-
-    def _prefetch_summaries(self, summarizer: ModelSummarizer, active: list[_Episode], texts: list[str],
-                            trainer: Any) -> None:
-        """The policy's summaries of this turn's reasoning, in one batched generation (the env's step then finds
-        them in the cache)."""
-        from kernel_gym.actions import parse_action
-
-        wanted = []
-        for e, text in zip(active, texts):
-            cfg = e.env.config
-            reasoning = parse_action(text, backend=cfg.backend, max_response_chars=cfg.max_response_chars,
-                                     max_code_chars=cfg.max_code_chars).reasoning
-            if reasoning and not summarizer.cached(reasoning):
-                wanted.append(reasoning)
-        try:
-            prompts = [summarizer.user_ids(reasoning) for reasoning in wanted]
-            done, _ = self.generate(prompts, trainer) if prompts or _collective(trainer) else ([], None)
-            for reasoning, ids in zip(wanted, done):
-                if summarizer.decode(ids).strip():
-                    summarizer.prefill(reasoning, summarizer.decode(ids))
-        except Exception as e:  # noqa: BLE001 - each env's own call then falls back and reports it
-            logger.warning("kernel-gym: batched policy summaries failed (%s: %s)", type(e).__name__, e)
+            settings, seed = episode_settings(chunk[0], {"max_turns": self.max_turns, **self.env_kwargs},
+                                              "a KernelRefine prompt")
+            if self.mode == "turns" and int(settings["max_turns"]) != self.max_turns:
+                raise ConfigError(f"a label's max_turns ({settings['max_turns']}) differs from the rollout's "
+                                  f"({self.max_turns}): in mode='turns' every episode fills max_turns slots")
+            settings["max_turns"] = int(settings["max_turns"])
+            if summarizer is not None:
+                settings["summarizer"] = summarizer
+            episodes.append(_Episode(make_env(settings, evaluator=self.evaluator), list(range(start, start + size))))
+            episodes[-1].reset(seed)
 
     def _output(self, episodes: list[_Episode], n: int) -> dict[str, Any]:
         out: dict[str, list[Any]] = {k: [None] * n for k in (
@@ -310,11 +236,7 @@ class KernelRefineRollout:
         if self.mode == "episode":
             out["env_mask"] = [None] * n
         for e in episodes:
-            scores = [float(info["score"]) for info in e.infos]
-            cfg = e.env.config
-            returns = e.infos[-1].get("returns") if e.infos and "returns" in e.infos[-1] else None
-            returns = returns if returns is not None and len(returns) == len(scores) else aggregate(
-                scores, cfg.gamma, cfg.aggregation)
+            scores, returns = e.scores, e.returns()
             if self.mode == "turns":
                 for slot, sample, info, ret in zip(e.slots, e.samples, e.infos, returns):
                     _put(out, slot, sample, ret, info["score"], info)
@@ -329,6 +251,68 @@ class KernelRefineRollout:
         return out
 
 
+class _Policy(Policy):
+    """The trainer's side of a batch: one generation call per turn for every episode still going (and one for the
+    turn's summaries), through the trainer's own path."""
+
+    def __init__(self, turns: bool, chat: ChatTokens, generate: Generate, trainer: Any):
+        self.turns, self.chat, self.generate_ids, self.trainer = turns, chat, generate, trainer
+        self.lockstep = _collective(trainer)
+        self.limit = getattr(trainer, "max_completion_length", None)
+
+    async def answer(self, episodes: list[_Episode]) -> list[str]:
+        contexts = []
+        for e in episodes:
+            if self.turns or not e.prompt_ids:
+                context = self.chat.user_turn(e.observation)
+                if not e.prompt_ids:
+                    e.prompt_ids = context
+                contexts.append(context)
+            else:
+                contexts.append(e.prompt_ids + e.completion)
+        completions, logprobs = self.generate(contexts)
+        for i, e in enumerate(episodes):
+            ids = e.last_ids = list(completions[i])
+            lps = list(logprobs[i]) if logprobs is not None else None
+            if self.turns:
+                e.samples.append({"prompt_ids": contexts[i], "completion_ids": ids, "logprobs": lps})
+            else:
+                e.completion += ids
+                e.env_mask += [1] * len(ids)
+                e.logprobs = None if lps is None or e.logprobs is None else e.logprobs + lps
+        return [self.chat.decode(ids) for ids in completions]
+
+    async def follow(self, episode: _Episode) -> bool:
+        if self.turns:
+            return True
+        feedback = self.chat.followup(episode.followup(), episode.last_ids)
+        episode.completion += feedback
+        episode.env_mask += [0] * len(feedback)
+        if episode.logprobs is not None:
+            episode.logprobs += [0.0] * len(feedback)
+        return not (self.limit and len(episode.completion) >= self.limit)  # else the completion budget is spent
+
+    async def summarize(self, requests: list[list[dict[str, str]]]) -> list[str]:
+        """Every request in one batched generation (each a fresh conversation with its one user message)."""
+        done, _ = self.generate([self.chat.user_turn(messages[0]["content"]) for messages in requests])
+        return [self.chat.decode(ids) for ids in done]
+
+    def generate(self, prompts: list[list[int]]) -> tuple[list[list[int]], list[list[float]] | None]:
+        """One trainer generation call, made even with no prompt where it is a collective call across ranks."""
+        return self.generate_ids(prompts, self.trainer) if prompts or self.lockstep else ([], None)
+
+
+def _run(coroutine: Any) -> Any:
+    """Run `coroutine` to its end from TRL's synchronous rollout call: on this thread, or, where this thread runs an
+    event loop already (a notebook), on a thread of its own."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kernel-gym-trl-loop") as thread:
+        return thread.submit(asyncio.run, coroutine).result()
+
+
 class _PolicySummarizer(ModelSummarizer):
     """The trainer's model as the summarizer. Its summaries are filled in by the rollout's batched calls; a miss
     (or a failure) asks the model alone, then falls back to the extractive summary."""
@@ -336,12 +320,6 @@ class _PolicySummarizer(ModelSummarizer):
     def __init__(self, chat: ChatTokens, generate: Generate, trainer: Any, **kwargs: Any):
         self.chat, self.trainer, self._generate_ids = chat, trainer, generate
         super().__init__(self._one, **kwargs)
-
-    def user_ids(self, reasoning: str) -> list[int]:
-        return self.chat.user_turn(self.messages(reasoning)[0]["content"])
-
-    def decode(self, ids: Sequence[int]) -> str:
-        return self.chat.decode(ids)
 
     def _one(self, messages: list[dict[str, str]]) -> str:
         if _collective(self.trainer):

@@ -44,9 +44,9 @@ from uuid import uuid4
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
 
 from kernel_gym.errors import ConfigError
-from kernel_gym.integrations import episodes
+from kernel_gym.integrations.episodes import Episode, Policy, episode_settings, make_env, play
+from kernel_gym.integrations.episodes import parse_label as parse_label  # the one label reader, under this name too
 from kernel_gym.integrations.shared_evaluator import offload, shared_evaluator
-from kernel_gym.rewards import aggregate
 
 logger = logging.getLogger(__name__)
 
@@ -67,11 +67,6 @@ class TurnOutput(AgentLoopOutput):
         if name == "reward_score" and self.reward_score is not None:
             return
         super().__setattr__(name, value)
-
-
-def parse_label(label: Any) -> dict[str, Any]:
-    """`extra_info["kernel_gym"]` -> gym.make keywords (+ `seed`): a JSON object string or a dict with "task"."""
-    return episodes.parse_label(label, f"a verl row's extra_info[{LABEL_KEY!r}]")
 
 
 def turn_info(info: dict[str, Any]) -> dict[str, Any]:
@@ -126,132 +121,135 @@ class KernelRefineAgentLoop(AgentLoopBase):
 
     # ---- the episode -----------------------------------------------------------------------------------------------
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput | list[AgentLoopOutput]:
-        env, seed = await offload(self._make_env, (kwargs.get("extra_info") or {}).get(LABEL_KEY))
+        label = (kwargs.get("extra_info") or {}).get(LABEL_KEY)
+        settings, seed = episode_settings(label, self.env_defaults, f"a verl row's extra_info[{LABEL_KEY!r}]")
+        env = await offload(make_env, settings, shared=self._evaluator, policy_summaries=self.policy_summaries)
+        episode = Episode(env)
         try:
-            observation, _ = await offload(env.reset, seed=seed)
+            await offload(episode.reset, seed)
             system = [m for m in (kwargs.get("raw_prompt") or []) if m.get("role") == "system"]
-            if self.mode == "turns":
-                return await self._run_turns(env, system, observation, sampling_params)
-            return await self._run_trajectory(env, system, observation, sampling_params)
+            policy = (_Turns if self.mode == "turns" else _Trajectory)(self, system, sampling_params)
+            await play([episode], policy, summaries=self.policy_summaries)
+            return policy.output(episode)
         finally:
-            await offload(env.close)  # the shared evaluator stays open
+            await offload(episode.close)  # the shared evaluator stays open
 
-    def _make_env(self, label: Any):
-        from kernel_gym.env import KernelRefineEnv
+    def _evaluator(self, device: str):
+        return shared_evaluator(device, self.evaluator_spec, self.eval_workers)
 
-        env_kwargs = {**self.env_defaults, **parse_label(label)}
-        seed = env_kwargs.pop("seed", None)
-        device = env_kwargs.setdefault("device", "auto")
-        if device == "auto":
-            from kernel_gym.device import local_device
 
-            env_kwargs["device"] = device = local_device("auto")
-            if device == "cpu":
-                logger.warning("kernel-gym: device 'auto' found no GPU in this verl worker (agent-loop workers hold "
-                               "none): candidates run on the CPU backend; set env.device: cuda in the agent YAML")
-        evaluator = shared_evaluator(device, self.evaluator_spec, self.eval_workers)
-        if self.policy_summaries:  # Kevin: the policy summarizes its turns, through verl's server (see _summary)
-            env_kwargs["summarizer"] = episodes.policy_summarizer(int(env_kwargs.get("summary_chars", 400)))
-        return KernelRefineEnv(evaluator=evaluator, **env_kwargs), None if seed is None else int(seed)
+class _VerlPolicy(Policy):
+    """The trainer's side of one episode: answers and summaries from verl's server, tokens by verl's builders."""
 
-    async def _summary(self, messages: list[dict[str, str]]) -> str:
-        """The policy's summary of a turn's reasoning: one more request to verl's server (not trained on)."""
-        prompt = await self.ct_build_initial_tokens(messages)
-        out = await self.server_manager.generate(request_id=uuid4().hex, prompt_ids=prompt,
-                                                 sampling_params={"max_tokens": self.summary_tokens, "temperature": 0.0})
-        return self.tokenizer.decode(out.token_ids, skip_special_tokens=True)
+    def __init__(self, loop: KernelRefineAgentLoop, system: list[dict], sampling_params: dict[str, Any]):
+        self.loop, self.system, self.sampling_params = loop, system, sampling_params
 
-    async def _generate(self, prompt_ids: list[int], sampling_params: dict[str, Any], timing: dict[str, float]):
+    async def generate(self, prompt_ids: list[int], sampling_params: dict[str, Any], timing: dict[str, float]):
         t0 = time.perf_counter()
-        output = await self.server_manager.generate(request_id=uuid4().hex, prompt_ids=prompt_ids,
-                                                    sampling_params=sampling_params)
+        output = await self.loop.server_manager.generate(request_id=uuid4().hex, prompt_ids=prompt_ids,
+                                                         sampling_params=sampling_params)
         timing["generate_sequences"] = timing.get("generate_sequences", 0.0) + time.perf_counter() - t0
         return output
 
-    async def _step(self, env, token_ids: list[int], timing: dict[str, float]):
-        text = self.tokenizer.decode(token_ids, skip_special_tokens=True)
-        t0 = time.perf_counter()
-        if self.policy_summaries:
-            await episodes.prefill_summary(env, text, self._summary)
-        result = await offload(env.step, text)
-        timing["tool_calls"] = timing.get("tool_calls", 0.0) + time.perf_counter() - t0  # verl's name for env time
-        return text, result
+    def text(self, token_ids: list[int]) -> str:
+        return self.loop.tokenizer.decode(token_ids, skip_special_tokens=True)
 
-    async def _run_trajectory(self, env, system: list[dict], observation: str, sampling_params: dict[str, Any]):
-        messages = [*system, {"role": "user", "content": observation}]
-        tokens = await self.ct_build_initial_tokens(messages)
-        prompt_len = len(tokens)
-        mask: list[int] = []
-        logprobs: list[float] | None = None
-        timing: dict[str, float] = {}
-        extra: dict[str, Any] = {}
-        scores, rewards, infos, done, feedbacks = [], [], [], False, 0
-        while not done and len(mask) < self.response_length:
-            # the whole episode's answers share response_length: each answer gets what the earlier ones left
-            params = {**sampling_params, "max_tokens": self.response_length - len(mask)}
-            out = await self._generate(tokens, params, timing)
-            extra.update(_newest_steps(out.extra_fields) if scores else out.extra_fields)
-            if out.log_probs and logprobs is None:
-                logprobs = [0.0] * len(mask)
-            merge, mask, logprobs = await self.ct_merge_assistant_token(
-                tokens, out.token_ids, mask, logprobs, assistant_logprobs=out.log_probs or None)
-            tokens = merge.token_ids
-            text, (observation, reward, terminated, truncated, info) = await self._step(env, out.token_ids, timing)
-            done = bool(terminated or truncated)
-            scores.append(float(info["score"]))
-            rewards.append(float(reward))
-            infos.append(turn_info(info))
-            if done:
-                break
-            messages.append({"role": "assistant", "content": text})
-            previous = list(messages)
-            messages.append({"role": "user", "content": episodes.followup(info, env.config.max_turns)})
-            merge, new_mask, new_logprobs = await self.ct_merge_context_msg(previous, messages, tokens, mask, logprobs)
-            if len(new_mask) >= self.response_length:
-                break  # no room left for another answer: the episode ends here, cut
-            tokens, mask, logprobs = merge.token_ids, new_mask, new_logprobs
-            feedbacks += 1
-        reward = sum(rewards)
-        if not done and env.config.reward_mode == "return":
-            reward = aggregate(scores, env.config.gamma, env.config.aggregation)[0]  # the env's R_1 never came
-        n = self.response_length
-        extra.update({"turn_scores": scores, "kernel_gym": {"turns": infos, "complete": done,
-                                                            "returns": aggregate(scores, env.config.gamma,
-                                                                                 env.config.aggregation)},
-                      "reward_extra_info": _episode_metrics(scores, infos, reward)})
+    async def summary(self, messages: list[dict[str, str]]) -> str:
+        """The policy's summary of a turn's reasoning: one more request to verl's server (not trained on)."""
+        prompt = await self.loop.ct_build_initial_tokens(messages)
+        out = await self.loop.server_manager.generate(
+            request_id=uuid4().hex, prompt_ids=prompt,
+            sampling_params={"max_tokens": self.loop.summary_tokens, "temperature": 0.0})
+        return self.text(out.token_ids)
+
+
+class _Trajectory(_VerlPolicy):
+    """verl's stock multi-turn sample: the prompt, then every answer (trained on) and its feedback (masked out)."""
+
+    def __init__(self, *args: Any):
+        super().__init__(*args)
+        self.messages: list[dict[str, str]] = list(self.system)
+        self.tokens: list[int] = []
+        self.prompt_len, self.mask, self.logprobs = 0, [], None
+        self.timing: dict[str, float] = {}
+        self.extra: dict[str, Any] = {}
+        self.feedbacks, self.last = 0, ""
+
+    async def answer(self, episodes: list[Episode]) -> list[str]:
+        (episode,) = episodes
+        if not episode.infos:
+            self.messages.append({"role": "user", "content": episode.observation})
+            self.tokens = await self.loop.ct_build_initial_tokens(self.messages)
+            self.prompt_len = len(self.tokens)
+        # the whole episode's answers share response_length: each answer gets what the earlier ones left
+        params = {**self.sampling_params, "max_tokens": self.loop.response_length - len(self.mask)}
+        out = await self.generate(self.tokens, params, self.timing)
+        self.extra.update(_newest_steps(out.extra_fields) if episode.infos else out.extra_fields)
+        if out.log_probs and self.logprobs is None:
+            self.logprobs = [0.0] * len(self.mask)
+        merge, self.mask, self.logprobs = await self.loop.ct_merge_assistant_token(
+            self.tokens, out.token_ids, self.mask, self.logprobs, assistant_logprobs=out.log_probs or None)
+        self.tokens, self.last = merge.token_ids, self.text(out.token_ids)
+        return [self.last]
+
+    async def follow(self, episode: Episode) -> bool:
+        self.messages.append({"role": "assistant", "content": self.last})
+        previous = list(self.messages)
+        self.messages.append({"role": "user", "content": episode.followup()})
+        merge, mask, logprobs = await self.loop.ct_merge_context_msg(previous, self.messages, self.tokens, self.mask,
+                                                                     self.logprobs)
+        if len(mask) >= self.loop.response_length:
+            return False  # no room left for another answer: the episode ends here, cut
+        self.tokens, self.mask, self.logprobs = merge.token_ids, mask, logprobs
+        self.feedbacks += 1
+        return True
+
+    def output(self, episode: Episode) -> AgentLoopOutput:
+        scores, infos, reward = episode.scores, [turn_info(i) for i in episode.infos], episode.reward()
+        self.timing["tool_calls"] = sum(episode.env_s)  # verl's name for the time spent in the env
+        self.extra.update({"turn_scores": scores,
+                           "kernel_gym": {"turns": infos, "complete": episode.done, "returns": episode.returns()},
+                           "reward_extra_info": _episode_metrics(scores, infos, reward)})
+        n, p = self.loop.response_length, self.prompt_len
         return AgentLoopOutput(
-            prompt_ids=tokens[:prompt_len], response_ids=tokens[prompt_len:][:n], response_mask=mask[:n],
-            response_logprobs=logprobs[:n] if logprobs else None, reward_score=float(reward),
-            num_turns=1 + len(scores) + feedbacks, metrics=AgentLoopMetrics(**timing),
-            extra_fields=extra)
+            prompt_ids=self.tokens[:p], response_ids=self.tokens[p:][:n], response_mask=self.mask[:n],
+            response_logprobs=self.logprobs[:n] if self.logprobs else None, reward_score=float(reward),
+            num_turns=1 + len(scores) + self.feedbacks, metrics=AgentLoopMetrics(**self.timing),
+            extra_fields=self.extra)
 
-    async def _run_turns(self, env, system: list[dict], observation: str, sampling_params: dict[str, Any]):
-        turns, scores, done, returns = [], [], False, None
-        while not done:
-            timing: dict[str, float] = {}
-            prompt = await self.ct_build_initial_tokens([*system, {"role": "user", "content": observation}])
-            out = await self._generate(prompt, sampling_params, timing)
-            merge, mask, logprobs = await self.ct_merge_assistant_token(
-                prompt, out.token_ids, [], [] if out.log_probs else None, assistant_logprobs=out.log_probs or None)
-            _, (observation, _, terminated, truncated, info) = await self._step(env, out.token_ids, timing)
-            done = bool(terminated or truncated)
-            scores.append(float(info["score"]))
-            response = merge.token_ids[len(merge.token_ids) - len(mask):]
-            turns.append((merge.token_ids[:len(merge.token_ids) - len(mask)], response, mask, logprobs, timing,
-                          dict(out.extra_fields), turn_info(info)))
-            if done:
-                returns = info.get("returns")
-        if returns is None or len(returns) != len(scores):
-            returns = aggregate(scores, env.config.gamma, env.config.aggregation)
-        n, outputs = self.response_length, []
-        for (prompt, response, mask, logprobs, timing, extra, info), ret in zip(turns, returns):
-            extra.update({"turn_scores": [info["score"]], "kernel_gym": {**info, "return": float(ret)}})
+
+class _Turns(_VerlPolicy):
+    """Kevin's recipe: every turn its own row, prompted with that turn's observation (a fresh conversation)."""
+
+    def __init__(self, *args: Any):
+        super().__init__(*args)
+        self.turns: list[tuple] = []  # (prompt, response, mask, logprobs, timing, extra fields) per turn
+
+    async def answer(self, episodes: list[Episode]) -> list[str]:
+        (episode,) = episodes
+        timing: dict[str, float] = {}
+        prompt = await self.loop.ct_build_initial_tokens([*self.system, {"role": "user", "content": episode.observation}])
+        out = await self.generate(prompt, self.sampling_params, timing)
+        merge, mask, logprobs = await self.loop.ct_merge_assistant_token(
+            prompt, out.token_ids, [], [] if out.log_probs else None, assistant_logprobs=out.log_probs or None)
+        split = len(merge.token_ids) - len(mask)
+        self.turns.append((merge.token_ids[:split], merge.token_ids[split:], mask, logprobs, timing,
+                           dict(out.extra_fields)))
+        return [self.text(out.token_ids)]
+
+    def output(self, episode: Episode) -> list[AgentLoopOutput]:
+        n, returns, infos, outputs = self.loop.response_length, episode.returns(), [], []
+        for (prompt, response, mask, logprobs, timing, extra), info, env_s, ret in zip(
+                self.turns, episode.infos, episode.env_s, returns):
+            infos.append(turn_info(info))
+            timing["tool_calls"] = env_s
+            extra.update({"turn_scores": [infos[-1]["score"]], "kernel_gym": {**infos[-1], "return": ret}})
             outputs.append(TurnOutput(
                 prompt_ids=prompt, response_ids=response[:n], response_mask=mask[:n],
-                response_logprobs=logprobs[:n] if logprobs else None, reward_score=float(ret), num_turns=2,
+                response_logprobs=logprobs[:n] if logprobs else None, reward_score=ret, num_turns=2,
                 metrics=AgentLoopMetrics(**timing), extra_fields=extra))
         # the worker copies the last output's reward_extra_info onto every output: the episode's, not the turn's
-        outputs[-1].extra_fields["reward_extra_info"] = _episode_metrics(scores, [t[-1] for t in turns], returns[0])
+        outputs[-1].extra_fields["reward_extra_info"] = _episode_metrics(episode.scores, infos, returns[0])
         return outputs
 
 
