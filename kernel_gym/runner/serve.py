@@ -103,12 +103,12 @@ def handle(session: Any, request: dict[str, Any]) -> dict[str, Any]:
 
 
 def serve(fd: int, device: str, root: Path, memory_limit_gb: float | None, role: str = "candidate") -> None:
-    from kernel_gym.sandbox import isolation, limits
+    from kernel_gym.sandbox import limits, mount_ns
 
     # first, while root and single-threaded (a fresh interpreter, or a child of the fork server): what the runner's
-    # uid must reach after the drop at its confinement, in a mount namespace of its own (sandbox/isolation.py)
-    early = isolation.prepare(role)
-    from kernel_gym.sandbox.channel import Channel, ChannelClosed
+    # uid must reach after the drop at its confinement, in a mount namespace of its own (sandbox/mount_ns.py)
+    early = mount_ns.prepare(role)
+    from kernel_gym.sandbox.channel import Channel
 
     applied = early + limits.apply(device, memory_limit_gb)
     (root / "pid").write_text(str(os.getpid()))  # lets a later pool sweep this folder if the runner dies
@@ -142,7 +142,15 @@ def serve(fd: int, device: str, root: Path, memory_limit_gb: float | None, role:
 
     channel = Channel.from_fd(fd)
     channel.send({"ready": True, "pid": os.getpid(), "limits": applied, "init_s": round(time.perf_counter() - t0, 3)})
-    session = Session(device, root, snapshot)
+    _answer_requests(channel, Session(device, root, snapshot), root, device, role, applied, in_flight)
+
+
+def _answer_requests(channel: Any, session: Any, root: Path, device: str, role: str, applied: list[str],
+                     in_flight: dict[str, Any]) -> None:
+    """The runner's loop: one request at a time until "stop" or the judge hangs up; confined at the first "begin"."""
+    from kernel_gym.sandbox import limits
+    from kernel_gym.sandbox.channel import ChannelClosed
+
     home = Path.cwd()
     confined: list[str] | None = None
     while True:

@@ -25,30 +25,12 @@ from kernel_gym.eval import cuda, integrity, launches, loading
 from kernel_gym.eval.errors import classify, describe_failure, trim
 from kernel_gym.eval.integrity import Snapshot
 from kernel_gym.eval.timing import gated_streams, hold_new_streams
+from kernel_gym.runner.evidence import audited, flatten, json_value, profiled
+from kernel_gym.runner.refusal import CPU_ONLY, Refusal
 from kernel_gym.sandbox import limits
 from kernel_gym.sandbox.shared import Attached, dtype_name
 
 PROBE = bool(os.environ.get("KERNEL_GYM_RUNNER_PROBE"))  # benchmarks only: see Session.probe
-CPU_ONLY = ("the CUDA sources compile ({how}), but CUDA kernels cannot run on the CPU backend; evaluate on a GPU "
-            "(device='cuda') or write a Triton solution")
-
-
-class Refusal(Exception):
-    """Ends a request with an outcome the judge turns into a verdict (e.g. compile_error, unsupported)."""
-
-    def __init__(self, outcome: str, message: str, **extra: Any):
-        super().__init__(message)
-        self.outcome, self.message, self.extra = outcome, message, extra
-
-
-def _json_value(v: Any) -> Any:
-    if v is None or isinstance(v, (bool, int, float, str)):
-        return v
-    return repr(v)[:200]
-
-
-def _flatten(out: Any) -> list[Any]:
-    return list(out) if isinstance(out, (tuple, list)) else [out]
 
 
 class Session:
@@ -253,26 +235,11 @@ class Session:
             return fn(*args)
 
         if audit:
-            from kernel_gym.eval.op_audit import audit as run_audit
-
-            plain = run
-
-            def run() -> Any:
-                out, ops = run_audit(plain, args)  # (forward's inputs: a reduction of one is no final step)
-                evidence["ops"] = ops
-                return out
-
+            run = audited(run, args, evidence)
         try:
             if profile and cuda_dev:
-                from kernel_gym.eval.profile import profile_call
-
-                box: list[Any] = []
-                prof = profile_call(lambda: box.append(run()), set(own_names),
-                                    exclude_library_gemm=exclude_library_gemm, gated=gated,
-                                    exclude=exclude_kernels)  # (the library policy's allowed kernels: eval/profile.py)
-                out = box[0]
-                evidence["profile"] = {"share": prof.share, "total_ms": prof.total_ms, "top": list(prof.top),
-                                       "ungated": list(prof.ungated), "stream_check_skipped": prof.skipped}
+                out = profiled(run, evidence, own_names=own_names, exclude_library_gemm=exclude_library_gemm,
+                               gated=gated, exclude_kernels=exclude_kernels)
             else:
                 out = run()
         finally:
@@ -313,7 +280,7 @@ class Session:
 
     def deliver(self, out: Any, slot_out: str | None, evidence: dict[str, Any]) -> None:
         """Describe the outputs and copy them, in stream order, into the judge's buffers when they fit exactly."""
-        flat = _flatten(out)
+        flat = flatten(out)
         structure, lazy = [], []
         for i, o in enumerate(flat):
             if isinstance(o, torch.Tensor):
@@ -322,7 +289,7 @@ class Session:
                 structure.append({"shape": [int(s) for s in o.shape], "dtype": dtype_name(o.dtype),
                                   "device": o.device.type})
             else:
-                structure.append({"value": _json_value(o)})
+                structure.append({"value": json_value(o)})
         evidence["structure"], evidence["lazy"] = structure, lazy
         targets = self.slots[slot_out].tensors if slot_out is not None else []
         tensors = [o for o in flat if isinstance(o, torch.Tensor)]
