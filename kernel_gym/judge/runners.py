@@ -175,7 +175,6 @@ class RunnerProcess:
         t0 = time.monotonic()
         self.wait_ready()
         deadline += time.monotonic() - t0
-        run_deadline, since = deadline, 0.0  # the request's run limit; when its compile segment began
         rid = secrets.randbits(53)  # a nonce: no reply can be written before its request exists
         message = {"op": op, "id": rid, "stage": stage, **fields}
         if fds:
@@ -184,34 +183,7 @@ class RunnerProcess:
         try:
             self._nothing_pending()
             self.channel.send(message, fds)
-            reply, deadline = self._receive(deadline)
-            run_deadline = deadline
-            builds = 0
-            while reply.get("id") == rid and (set(reply) == {"id", "phase"} or (
-                    set(reply) == {"id", "build"} and self.builds and builds < MAX_BUILDS)):
-                if "build" in reply:  # a load_inline of the candidate's, asked in the middle of this request
-                    builds += 1
-                    t_build = time.monotonic()
-                    build_deadline = budget.begin_compile() if budget is not None else run_deadline
-                    answer = builds_service.build(reply["build"], self.device, build_deadline)
-                    self.build_ms += (time.monotonic() - t_build) * 1e3
-                    run_deadline = self._resume(budget, run_deadline, t_build)
-                    deadline = run_deadline
-                    self.channel.send({"id": rid, "built": answer})
-                elif reply["phase"] == "compile":
-                    if not since:
-                        since = time.monotonic()
-                        deadline = budget.begin_compile() if budget is not None else since + OUTSIDE_COMPILE_S
-                elif reply["phase"] == "run":
-                    if since:
-                        run_deadline = self._resume(budget, run_deadline, since)
-                    since, deadline = 0.0, run_deadline
-                    self.channel.send({"id": rid, "resume": True})
-                else:
-                    break
-                reply, deadline = self._receive(deadline)
-                if not since:
-                    run_deadline = deadline  # (moved by the time the runner was stopped, as `deadline` was)
+            reply = self._converse(rid, deadline)
         except ChannelTimeout:
             compiling = budget is not None and budget.in_compile
             self.kill()
@@ -225,6 +197,42 @@ class RunnerProcess:
             if budget is not None and budget.in_compile:  # (a segment the runner never closed: the share back)
                 budget.end_compile()
         self.channel.drop_fds()
+        return self._accepted(op, rid, reply)
+
+    def _converse(self, rid: int, deadline: float) -> dict[str, Any]:
+        """The messages of one request up to its reply: the compile and run phases the runner tells (the run limit
+        moves by each compile segment's length) and the load_inline builds it asks of the build service."""
+        budget, since, builds = self.budget, 0.0, 0  # (since: when the current compile segment began)
+        reply, deadline = self._receive(deadline)
+        run_deadline = deadline
+        while reply.get("id") == rid and (set(reply) == {"id", "phase"} or (
+                set(reply) == {"id", "build"} and self.builds and builds < MAX_BUILDS)):
+            if "build" in reply:  # a load_inline of the candidate's, asked in the middle of this request
+                builds += 1
+                t_build = time.monotonic()
+                build_deadline = budget.begin_compile() if budget is not None else run_deadline
+                answer = builds_service.build(reply["build"], self.device, build_deadline)
+                self.build_ms += (time.monotonic() - t_build) * 1e3
+                run_deadline = deadline = self._resume(budget, run_deadline, t_build)
+                self.channel.send({"id": rid, "built": answer})
+            elif reply["phase"] == "compile":
+                if not since:
+                    since = time.monotonic()
+                    deadline = budget.begin_compile() if budget is not None else since + OUTSIDE_COMPILE_S
+            elif reply["phase"] == "run":
+                if since:
+                    run_deadline = self._resume(budget, run_deadline, since)
+                since, deadline = 0.0, run_deadline
+                self.channel.send({"id": rid, "resume": True})
+            else:
+                break
+            reply, deadline = self._receive(deadline)
+            if not since:
+                run_deadline = deadline  # (moved by the time the runner was stopped, as `deadline` was)
+        return reply
+
+    def _accepted(self, op: str, rid: int, reply: dict[str, Any]) -> dict[str, Any]:
+        """The reply, if it is the exact reply to the request in flight (else the channel was tampered with)."""
         if reply.get("id") != rid or not set(reply) <= REPLY_KEYS:
             self.kill()
             extra = sorted(set(reply) - REPLY_KEYS)
