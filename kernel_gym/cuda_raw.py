@@ -29,7 +29,8 @@ goes to `torch.cuda.current_stream()` unless `stream=` is given.
 Compiled cubins are cached by content (source, options, architecture, NVRTC version) under
 `$KERNEL_GYM_CACHE/cuda_raw`, so a resubmitted kernel costs a file read (inside an evaluation runner: the job's own
 folder; NVRTC takes ~0.05 s for a small kernel). Without a GPU, `compile` still runs NVRTC
-(a real compile check for sm_90) and then raises `NoCudaDevice`.
+(a real compile check for sm_90) and then raises `NoCudaDevice`. NVRTC itself (its options, the stand-in standard
+headers): `kernel_gym.nvrtc`.
 
 Inside an evaluation worker every launch is counted as the solution's own (and skipped during the ablation trial
 that detects decoy kernels), exactly like Triton launches.
@@ -38,7 +39,6 @@ that detects decoy kernels), exactly like Triton launches.
 from __future__ import annotations
 
 import ctypes
-import functools
 import hashlib
 import json
 import os
@@ -51,17 +51,12 @@ from typing import Any
 from kernel_gym.c_params import CParam as Param
 from kernel_gym.c_params import parse_params
 from kernel_gym.eval import phases
+from kernel_gym.nvrtc import CompileError, compile_program, cpu_arch, nvrtc_options, nvrtc_version, unwrap
 from kernel_gym.paths import cache_dir
 
 __all__ = ["compile", "RawModule", "RawKernel", "CompileError", "NoCudaDevice", "kernel_signatures"]
 
-
-class CompileError(RuntimeError):
-    """NVRTC rejected the source; `log` holds its messages."""
-
-    def __init__(self, log: str):
-        super().__init__("NVRTC failed to compile the CUDA source:\n" + log)
-        self.log = log
+_nvrtc_compile = compile_program  # the name kernel_gym/judge/compile_check.py calls it by (NVRTC: kernel_gym/nvrtc.py)
 
 
 class NoCudaDevice(RuntimeError):
@@ -107,86 +102,7 @@ def kernel_signatures(source: str) -> dict[str, tuple[Param, ...]]:
             for m in _GLOBAL.finditer(_COMMENTS.sub(" ", source))}
 
 
-# ---- NVRTC -------------------------------------------------------------------------------------------------------
-
-def _check(result: tuple, what: str) -> tuple:
-    err = result[0]
-    if int(err) != 0:
-        raise RuntimeError(f"{what} failed: {getattr(err, 'name', err)}")
-    return result[1:]
-
-
-@functools.cache
-def _include_dirs() -> list[str]:
-    """CUDA headers for NVRTC (cuda_fp16.h, cuda_bf16.h ...): the nvidia wheel's, else CUDA_HOME's."""
-    dirs = []
-    try:
-        import nvidia
-
-        for root in getattr(nvidia, "__path__", []):
-            dirs += [str(p) for p in sorted(Path(root).glob("cu*/include")) if (p / "cuda_fp16.h").exists()]
-    except ImportError:
-        pass
-    home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"
-    if (Path(home) / "include" / "cuda_fp16.h").exists():
-        dirs.append(str(Path(home) / "include"))
-    return dirs[:2]
-
-
-# NVRTC has no C/C++ standard headers. Kernels written for nvcc routinely use fixed-width ints, INFINITY and
-# FLT_MAX, so these small in-memory headers stand in for <cstdint>, <cfloat>, <climits> and <cmath>'s constants,
-# and the prelude (pre-included) makes the names available without any #include.
-_STDINT = """#pragma once
-typedef signed char int8_t; typedef short int16_t; typedef int int32_t; typedef long long int64_t;
-typedef unsigned char uint8_t; typedef unsigned short uint16_t; typedef unsigned int uint32_t;
-typedef unsigned long long uint64_t; typedef long long intptr_t; typedef unsigned long long uintptr_t;
-"""
-_FLOAT = """#pragma once
-#define FLT_MAX 3.402823466e+38F
-#define FLT_MIN 1.175494351e-38F
-#define FLT_EPSILON 1.192092896e-07F
-#define DBL_MAX 1.7976931348623158e+308
-#define DBL_MIN 2.2250738585072014e-308
-#define DBL_EPSILON 2.2204460492503131e-016
-"""
-_LIMITS = """#pragma once
-#define INT_MAX 2147483647
-#define INT_MIN (-INT_MAX - 1)
-#define UINT_MAX 0xffffffffU
-#define LLONG_MAX 9223372036854775807LL
-#define LLONG_MIN (-LLONG_MAX - 1LL)
-#define ULLONG_MAX 0xffffffffffffffffULL
-"""
-_MATH = """#pragma once
-#ifndef INFINITY
-#define INFINITY __int_as_float(0x7f800000)
-#endif
-#ifndef NAN
-#define NAN __int_as_float(0x7fffffff)
-#endif
-#ifndef M_PI
-#define M_PI 3.14159265358979323846
-#endif
-#ifndef M_SQRT2
-#define M_SQRT2 1.41421356237309504880
-#endif
-#ifndef M_E
-#define M_E 2.71828182845904523536
-#endif
-"""
-_PRELUDE = "#pragma once\n#include <cstdint>\n#include <cfloat>\n#include <climits>\n#include <cmath>\n"
-HEADERS: dict[str, str] = {"cstdint": _STDINT, "stdint.h": _STDINT, "cfloat": _FLOAT, "float.h": _FLOAT,
-                           "climits": _LIMITS, "limits.h": _LIMITS, "cmath": _MATH, "math.h": _MATH,
-                           "kernel_gym_prelude.h": _PRELUDE}
-PRELUDE_OPTION = "--pre-include=kernel_gym_prelude.h"
-
-
-@functools.cache
-def _nvrtc_version() -> str:
-    from cuda.bindings import nvrtc
-
-    return ".".join(map(str, _check(nvrtc.nvrtcVersion(), "nvrtcVersion")))
-
+# ---- the cubin cache ----------------------------------------------------------------------------------------------
 
 # Where compiled cubins are kept: $KERNEL_GYM_CACHE/cuda_raw, shared by a machine's processes, unless set. A runner
 # sets its job's own folder (no runner may write a cache another job reads: docs/anti-hacking.md).
@@ -197,35 +113,6 @@ def _cache_root() -> Path:
     root = CACHE_ROOT or cache_dir("cuda_raw")
     root.mkdir(parents=True, exist_ok=True)
     return root
-
-
-def _nvrtc_compile(source: str, names: Sequence[str], options: Sequence[str]) -> tuple[bytes, dict[str, str], str]:
-    """(cubin, name -> lowered name, log). Raises CompileError with NVRTC's log."""
-    from cuda.bindings import nvrtc
-
-    names_h = list(HEADERS)
-    (prog,) = _check(nvrtc.nvrtcCreateProgram(source.encode(), b"solution.cu", len(names_h),
-                                              [HEADERS[h].encode() for h in names_h], [h.encode() for h in names_h]),
-                     "nvrtcCreateProgram")
-    try:
-        for n in names:
-            _check(nvrtc.nvrtcAddNameExpression(prog, n.encode()), "nvrtcAddNameExpression")
-        opts = [o.encode() for o in options]
-        (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
-        (size,) = _check(nvrtc.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize")
-        log = b" " * size
-        _check(nvrtc.nvrtcGetProgramLog(prog, log), "nvrtcGetProgramLog")
-        log_text = log.rstrip(b"\x00 ").decode(errors="replace").replace("solution.cu", "cuda_source")
-        if int(err) != 0:
-            raise CompileError(log_text or getattr(err, "name", str(err)))
-        (size,) = _check(nvrtc.nvrtcGetCUBINSize(prog), "nvrtcGetCUBINSize")
-        cubin = b" " * size
-        _check(nvrtc.nvrtcGetCUBIN(prog, cubin), "nvrtcGetCUBIN")
-        lowered = {n: _check(nvrtc.nvrtcGetLoweredName(prog, n.encode()), "nvrtcGetLoweredName")[0].decode()
-                   for n in names}
-        return cubin, lowered, log_text
-    finally:
-        nvrtc.nvrtcDestroyProgram(prog)
 
 
 # ---- the device side -----------------------------------------------------------------------------------------------
@@ -254,27 +141,17 @@ def _arch() -> str:
     return cpu_arch()
 
 
-def cpu_arch() -> str:
-    """The architecture NVRTC compiles for where no GPU is used (the CPU backend, and the judge's compile check)."""
-    return os.environ.get("KERNEL_GYM_CUDA_ARCH", "sm_90")
-
-
-def nvrtc_options(arch: str, extra: Sequence[str] = ()) -> list[str]:
-    """Every NVRTC compile's flags: the target, C++17, our prelude and the CUDA headers, then the caller's."""
-    return [f"--gpu-architecture={arch}", "-std=c++17", PRELUDE_OPTION, *[f"-I{d}" for d in _include_dirs()], *extra]
-
-
 def _ensure_context() -> None:
     """Make PyTorch's primary context current on this thread (the driver API needs one)."""
     import torch
     from cuda.bindings import driver
 
     torch.cuda.init()
-    (ctx,) = _check(driver.cuCtxGetCurrent(), "cuCtxGetCurrent")
+    (ctx,) = unwrap(driver.cuCtxGetCurrent(), "cuCtxGetCurrent")
     if int(ctx) == 0:
-        (dev,) = _check(driver.cuDeviceGet(torch.cuda.current_device()), "cuDeviceGet")
-        (ctx,) = _check(driver.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
-        _check(driver.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+        (dev,) = unwrap(driver.cuDeviceGet(torch.cuda.current_device()), "cuDeviceGet")
+        (ctx,) = unwrap(driver.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
+        unwrap(driver.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
 
 
 class RawModule:
@@ -299,7 +176,7 @@ class RawModule:
             from cuda.bindings import driver
 
             _ensure_context()
-            (self._handle,) = _check(driver.cuModuleLoadData(self.cubin), "cuModuleLoadData")
+            (self._handle,) = unwrap(driver.cuModuleLoadData(self.cubin), "cuModuleLoadData")
         return self._handle
 
     def get_function(self, name: str) -> RawKernel:
@@ -309,8 +186,8 @@ class RawModule:
                                      f"(it defines: {', '.join(self.signatures) or 'none'})")
             from cuda.bindings import driver
 
-            (fn,) = _check(driver.cuModuleGetFunction(self._load(), self._lowered[name].encode()),
-                           f"cuModuleGetFunction({name})")
+            (fn,) = unwrap(driver.cuModuleGetFunction(self._load(), self._lowered[name].encode()),
+                            f"cuModuleGetFunction({name})")
             self._kernels[name] = RawKernel(name, fn, self.signatures[name], self.launch_configs)
         return self._kernels[name]
 
@@ -390,7 +267,7 @@ class RawKernel:
             return
         if shared_mem > self._smem_limit:
             attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-            _check(driver.cuFuncSetAttribute(self._fn, attr, int(shared_mem)), "cuFuncSetAttribute")
+            unwrap(driver.cuFuncSetAttribute(self._fn, attr, int(shared_mem)), "cuFuncSetAttribute")
             self._smem_limit = shared_mem
         if stream is None:
             stream = torch.cuda.current_stream().cuda_stream
@@ -422,7 +299,7 @@ def compile(source: str, *, options: Sequence[str] = (), name: str = "solution")
         raise CompileError("no `__global__ void name(...)` kernel found in the source (templates are not supported)")
     arch = _arch()
     opts = nvrtc_options(arch, options)
-    key = hashlib.sha256(json.dumps([source, opts, _nvrtc_version()]).encode()).hexdigest()[:32]
+    key = hashlib.sha256(json.dumps([source, opts, nvrtc_version()]).encode()).hexdigest()[:32]
     with _LOCK:
         built = _MEMO.get(key)
         if built is None:
@@ -433,7 +310,7 @@ def compile(source: str, *, options: Sequence[str] = (), name: str = "solution")
                 built = cubin_path.read_bytes(), meta["lowered"], meta["log"], cubin_path
             else:
                 with phases.compiling():  # NVRTC: under the compile budget, holding no GPU
-                    cubin, lowered, log = _nvrtc_compile(source, list(signatures), opts)
+                    cubin, lowered, log = compile_program(source, list(signatures), opts)
                 for path, data in ((cubin_path, cubin), (meta_path, json.dumps({"lowered": lowered, "log": log,
                                                                                   "name": name}).encode())):
                     tmp = path.with_suffix(f".{os.getpid()}.tmp")

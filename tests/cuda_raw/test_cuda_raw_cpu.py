@@ -60,8 +60,8 @@ def test_compile_without_a_gpu_checks_the_source_then_says_no_device():
 def test_cubin_cache_hits_and_is_invalidated_by_source_and_options(monkeypatch):
     source = 'extern "C" __global__ void k(float* y) { y[0] = 1.f; }'
     calls = []
-    real = cuda_raw._nvrtc_compile
-    monkeypatch.setattr(cuda_raw, "_nvrtc_compile", lambda *a: calls.append(a) or real(*a))
+    real = cuda_raw.compile_program
+    monkeypatch.setattr(cuda_raw, "compile_program", lambda *a: calls.append(a) or real(*a))
 
     def build(src, options=()):
         with pytest.raises(cuda_raw.NoCudaDevice) as e:
