@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from kernel_gym.eval.timing import SharedHold
+from kernel_gym.judge.gpu_lock import SharedHold
 
 SETUP_LIMIT_S = 30.0  # begin, load (import) and build (construct ModelNew): not calls, but never a compile's length
 

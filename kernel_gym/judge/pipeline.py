@@ -10,10 +10,10 @@ import time
 from collections.abc import Iterator
 
 from kernel_gym.eval.result import EvalResult, Outcome, Timing
-from kernel_gym.eval.timing import SharedHold, cpu_lock, device_lock
 from kernel_gym.judge import measure, models, outcome
 from kernel_gym.judge.dynamic import Hack, Stop, run_stage
 from kernel_gym.judge.dynamic.context import Built, Context
+from kernel_gym.judge.gpu_lock import SharedHold, cpu_lock, device_lock
 from kernel_gym.judge.run import JudgeRun
 from kernel_gym.judge.runners import RunnerFailure, others_stopped
 

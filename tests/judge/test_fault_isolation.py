@@ -73,10 +73,10 @@ def test_the_compile_budget_bounds_a_compile_segment(pool, relu_code):
 @pytest.fixture
 def gpu_lock(tmp_path, monkeypatch):
     """The GPU lock's files as on a GPU machine (on cpu there is no lock): (lock, gate)."""
-    from kernel_gym.eval import timing
+    from kernel_gym.judge import gpu_lock
 
     paths = (tmp_path / "gpu.lock", tmp_path / "gpu.gate")
-    monkeypatch.setattr(timing, "_lock_paths", lambda device: paths)
+    monkeypatch.setattr(gpu_lock, "_lock_paths", lambda device: paths)
     return paths
 
 
@@ -85,8 +85,8 @@ def test_a_compile_segment_holds_no_gpu_share(gpu_lock):
     takes its share back after the timer, and that wait moves its run limit (counts against nothing)."""
     import torch
 
-    from kernel_gym.eval.timing import SharedHold, device_lock
     from kernel_gym.judge.budget import Budget
+    from kernel_gym.judge.gpu_lock import SharedHold, device_lock
 
     budget = Budget(compile_left_s=300.0, run_deadline=time.monotonic() + 100)
     budget.hold = SharedHold(torch.device("cpu"))
@@ -116,7 +116,7 @@ def test_a_timer_waits_for_a_share_held_through_a_call(gpu_lock):
     """The counterpart (what the exclusivity still guarantees): a share held while running keeps a timer out."""
     import torch
 
-    from kernel_gym.eval.timing import SharedHold, device_lock
+    from kernel_gym.judge.gpu_lock import SharedHold, device_lock
 
     hold = SharedHold(torch.device("cpu"))
     hold.take()

@@ -1,4 +1,4 @@
-"""The per-GPU lock (kernel_gym.eval.timing.device_lock): shared holders run together, an exclusive holder (timing)
+"""The per-GPU lock (kernel_gym.judge.gpu_lock.device_lock): shared holders run together, an exclusive holder (timing)
 runs alone, and a waiting exclusive holder goes before shared holders that arrive after it (no starvation).
 Exercised with threads on lock files in a temporary directory (flock locks of separate opens conflict)."""
 
@@ -9,7 +9,7 @@ import time
 
 import torch
 
-from kernel_gym.eval import timing
+from kernel_gym.judge import gpu_lock as timing
 
 
 def test_shared_together_exclusive_alone_and_timers_not_starved(tmp_path, monkeypatch):
