@@ -42,14 +42,13 @@ import ctypes
 import hashlib
 import json
 import os
-import re
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from kernel_gym.c_params import CParam as Param
-from kernel_gym.c_params import parse_params
+from kernel_gym.c_params import kernel_signatures
 from kernel_gym.eval import phases
 from kernel_gym.nvrtc import CompileError, compile_program, cpu_arch, nvrtc_options, nvrtc_version, unwrap
 from kernel_gym.paths import cache_dir
@@ -68,10 +67,6 @@ class NoCudaDevice(RuntimeError):
 
 
 # ---- the source's kernels and their parameters ------------------------------------------------------------------
-
-_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
-_GLOBAL = re.compile(r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?"
-                     r"(\w+)\s*\(([^)]*)\)")
 
 # C scalar type -> (ctypes type). Pointers are packed as 64-bit addresses.
 _SCALARS: dict[str, Any] = {
@@ -94,12 +89,6 @@ _POINTEES: dict[str, tuple[str, ...] | None] = {
     "float2": ("float32",), "float4": ("float32",), "int4": ("int32",), "half2": ("float16",), "__half2": ("float16",),
     "void": None, "char": None,
 }
-
-
-def kernel_signatures(source: str) -> dict[str, tuple[Param, ...]]:
-    """`__global__` function name -> its parameters, read from the source (templates are not supported)."""
-    return {m.group(1): tuple(parse_params(m.group(2), ignore=("signed", "struct")))
-            for m in _GLOBAL.finditer(_COMMENTS.sub(" ", source))}
 
 
 # ---- the cubin cache ----------------------------------------------------------------------------------------------

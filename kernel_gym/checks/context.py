@@ -201,7 +201,7 @@ class Context:
                   for t in s.targets if isinstance(t, ast.Name)}
         for n in ast.walk(self.tree):
             if isinstance(n, ast.Call) and self.resolve(n.func) == RAW_BUILDER:
-                from kernel_gym.cuda_raw import kernel_signatures  # the kernels a raw module exposes
+                from kernel_gym.c_params import kernel_signatures  # the kernels a raw module exposes
 
                 names |= {k for text, _ in self.cpp for k in kernel_signatures(text)}
             elif isinstance(n, ast.Call) and self.resolve(n.func) in EXT_BUILDERS:
