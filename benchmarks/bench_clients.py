@@ -28,7 +28,7 @@ SOL = ROOT / "tests" / "solutions"
 CLIENT = r"""
 import json, sys, time
 sys.path.insert(0, {root!r})
-from kernel_gym.eval.evaluator import LocalEvaluator
+from kernel_gym.judge.local import LocalEvaluator
 from kernel_gym.eval.job import EvalConfig, job_for
 from kernel_gym.tasks import load_task
 names, repeats, device = json.loads(sys.argv[1]), int(sys.argv[2]), sys.argv[3]

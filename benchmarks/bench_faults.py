@@ -33,7 +33,7 @@ FAULTS = SOL / "faults"
 CLIENT = r"""
 import json, sys, time
 sys.path.insert(0, {root!r})
-from kernel_gym.eval.evaluator import LocalEvaluator
+from kernel_gym.judge.local import LocalEvaluator
 from kernel_gym.eval.job import EvalConfig, job_for
 from kernel_gym.tasks import load_task
 plan, device = json.loads(sys.argv[1]), sys.argv[2]

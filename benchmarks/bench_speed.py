@@ -72,8 +72,8 @@ def cuda_actions(n: int) -> list[tuple[str, str]]:
 
 
 def ours(actions: list[tuple[str, str]], backend: str, workers: int) -> dict:
-    from kernel_gym.eval.evaluator import LocalEvaluator
     from kernel_gym.eval.job import EvalConfig, job_for
+    from kernel_gym.judge.local import LocalEvaluator
     from kernel_gym.tasks import load_task
 
     jobs = [job_for(load_task(t), code, backend=backend, config=EvalConfig(device="cuda", seed=i,
@@ -139,8 +139,8 @@ def section_compile(args: argparse.Namespace) -> dict:
     import torch
 
     from kernel_gym import cuda_raw
-    from kernel_gym.eval.evaluator import LocalEvaluator
     from kernel_gym.eval.job import EvalConfig, job_for
+    from kernel_gym.judge.local import LocalEvaluator
     from kernel_gym.tasks import load_task
 
     task = load_task("level1/relu")
@@ -217,8 +217,8 @@ def _mk(p: Path) -> Path:
 
 
 def section_cv(args: argparse.Namespace) -> dict:
-    from kernel_gym.eval.evaluator import LocalEvaluator
     from kernel_gym.eval.job import EvalConfig, job_for
+    from kernel_gym.judge.local import LocalEvaluator
     from kernel_gym.tasks import load_task
 
     names = ["level1_softmax", "level1_matmul", "level2_gemm_relu", "level1_layernorm"]

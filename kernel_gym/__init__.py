@@ -25,9 +25,9 @@ def __getattr__(name: str):
 
         return getattr(job, name)
     if name in ("evaluate_many", "LocalEvaluator"):
-        from kernel_gym.eval import evaluator
+        from kernel_gym.judge import local
 
-        return getattr(evaluator, name)
+        return getattr(local, name)
     if name in ("EvalResult", "Outcome"):
         from kernel_gym.eval import result
 

@@ -13,7 +13,7 @@ from kernel_gym.actions import ParsedAction, parse_action
 from kernel_gym.config import EnvConfig, make_config
 from kernel_gym.device import blind_spots, local_device
 from kernel_gym.errors import ConfigError, EpisodeEndedError
-from kernel_gym.eval.evaluator import Evaluator, LocalEvaluator, judged
+from kernel_gym.eval.evaluator import Evaluator, evaluate_job
 from kernel_gym.eval.job import EvalConfig, EvalJob, job_for, task_tolerance
 from kernel_gym.eval.result import EvalResult, Outcome
 from kernel_gym.feedback import (
@@ -27,6 +27,7 @@ from kernel_gym.feedback import (
     status_line,
     summarize_turn,
 )
+from kernel_gym.judge.local import LocalEvaluator
 from kernel_gym.rewards import (
     TurnSignals,
     aggregate,
@@ -180,7 +181,7 @@ class KernelRefineEnv(gym.Env):
                               max_code_chars=self.config.max_code_chars)
         parse_ms = (time.perf_counter() - t0) * 1e3
         if parsed.ok:
-            result = judged(self._job(parsed), self.evaluator)
+            result = evaluate_job(self._job(parsed), self.evaluator)
         else:
             result = EvalResult(outcome=Outcome.FORMAT_ERROR, message=parsed.error or "")
         result = result.replace(stage_ms={"parse": round(parse_ms, 3), **result.stage_ms})

@@ -13,8 +13,8 @@ import argparse
 import time
 from pathlib import Path
 
-from kernel_gym.eval.evaluator import LocalEvaluator
 from kernel_gym.eval.job import EvalConfig, job_for
+from kernel_gym.judge.local import LocalEvaluator
 from kernel_gym.tasks import load_task
 
 

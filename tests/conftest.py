@@ -151,7 +151,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(scope="session")
 def evaluator():
     """One LocalEvaluator (static checks + a one-worker CPU pool) shared by every test that steps an env."""
-    from kernel_gym.eval.evaluator import LocalEvaluator
+    from kernel_gym.judge.local import LocalEvaluator
 
     ev = LocalEvaluator("cpu", workers=1)
     ev.start()

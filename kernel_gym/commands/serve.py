@@ -50,7 +50,7 @@ def _evaluator(args: argparse.Namespace):
     spec = args.evaluator.strip()
     if spec == "local":
         from kernel_gym.device import local_device
-        from kernel_gym.eval.evaluator import LocalEvaluator
+        from kernel_gym.judge.local import LocalEvaluator
 
         device = local_device(args.device)  # "cuda" without a GPU: one line, exit 2
         gpus = None

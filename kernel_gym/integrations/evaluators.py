@@ -3,7 +3,8 @@ knows every backend, outside the core (which imports nothing from integrations/ 
 
 from __future__ import annotations
 
-from kernel_gym.eval.evaluator import Evaluator, LocalEvaluator
+from kernel_gym.eval.evaluator import Evaluator
+from kernel_gym.judge.local import LocalEvaluator
 
 
 def evaluator_from_spec(spec: str | None = None, *, device: str = "cpu", workers: int = 1) -> Evaluator:

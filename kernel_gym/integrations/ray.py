@@ -5,7 +5,7 @@
     results = ev.evaluate_many(jobs)                   # spread over every actor, in the order of `jobs`
 
 How a job runs:
-1. Static checks (source only, cheap) run before the evaluator, in the env (`kernel_gym.eval.evaluator.judged`, the
+1. Static checks (source only, cheap) run before the evaluator, in the env (`kernel_gym.eval.evaluator.evaluate_job`, the
    one place they run for every evaluator), so rejected jobs never take a GPU; the actors only evaluate.
 2. The scheduler picks the least-loaded live actor with a free slot (each actor takes `workers_per_actor` jobs at
    a time, and the caller blocks while every slot is busy), then calls the actor, which runs the job in its
@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernel_gym.errors import ConfigError, KernelGymError
-from kernel_gym.eval.evaluator import LocalEvaluator
 from kernel_gym.eval.job import EvalJob
 from kernel_gym.eval.result import EvalResult, Outcome
+from kernel_gym.judge.local import LocalEvaluator
 
 log = logging.getLogger(__name__)
 

@@ -117,7 +117,7 @@ def evaluate(policy: Policy | str, tasks: str | Sequence[str], configs: str | Se
     records: list[dict[str, Any]] = []
     try:
         if own:
-            from kernel_gym.eval.evaluator import LocalEvaluator
+            from kernel_gym.judge.local import LocalEvaluator
 
             evaluator = LocalEvaluator(device, workers=cfg.workers)
             evaluator.start()

@@ -7,7 +7,7 @@
 | GET | /metrics | Prometheus text; `?format=json` for JSON (jobs by outcome, latency, in flight, queue depth) |
 
 JOB is `EvalJob.to_dict()`, RESULT is `EvalResult.to_dict()`. The service runs the static rules itself
-(`kernel_gym.eval.evaluator.judged`, the one place they run), so it never trusts a client. Errors are JSON `{"error": CODE, "detail": TEXT}`:
+(`kernel_gym.eval.evaluator.evaluate_job`, the one place they run), so it never trusts a client. Errors are JSON `{"error": CODE, "detail": TEXT}`:
 400 malformed JSON, 401 missing or wrong token, 413 body over the size limit, 422 not a valid job,
 500 the evaluation harness failed (not the solution).
 """
@@ -24,7 +24,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from kernel_gym.errors import ConfigError
-from kernel_gym.eval.evaluator import judged
+from kernel_gym.eval.evaluator import evaluate_job
 from kernel_gym.eval.job import EvalJob
 from kernel_gym.eval.result import EvalResult
 
@@ -200,7 +200,7 @@ def create_app(evaluator: Any, *, token: str | None = None, max_request_bytes: i
     def timed(job: EvalJob) -> EvalResult:
         t0, result = time.perf_counter(), None
         try:
-            result = judged(job, evaluator)
+            result = evaluate_job(job, evaluator)
             return result
         finally:
             metrics.end(result, time.perf_counter() - t0)

@@ -17,7 +17,7 @@ from ah_helpers import make_job, response, task_ref
 @pytest.fixture(scope="session")
 def ah_evaluator():
     """Static checks + one CPU worker, shared by every test of this directory."""
-    from kernel_gym.eval.evaluator import LocalEvaluator
+    from kernel_gym.judge.local import LocalEvaluator
 
     ev = LocalEvaluator("cpu", workers=1)
     ev.start()
@@ -60,7 +60,7 @@ def bypass(ah_evaluator):
 def fresh_evaluator():
     """A private evaluator (static checks + one CPU worker), for attacks that poison or leak into their worker:
     pass it as `evaluator=` to through_env or its `.pool` as `pool=` to bypass."""
-    from kernel_gym.eval.evaluator import LocalEvaluator
+    from kernel_gym.judge.local import LocalEvaluator
 
     ev = LocalEvaluator("cpu", workers=1)
     ev.start()

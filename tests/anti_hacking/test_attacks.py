@@ -341,7 +341,7 @@ def test_nonce_forgery_caught(through_env, bypass, fresh_evaluator):
 @pytest.fixture(scope="module")
 def quarantine():
     """One private evaluator per attack (shared by its env and bypass phases, env first), for the gap tests below."""
-    from kernel_gym.eval.evaluator import LocalEvaluator
+    from kernel_gym.judge.local import LocalEvaluator
 
     evaluators: dict[str, LocalEvaluator] = {}
 

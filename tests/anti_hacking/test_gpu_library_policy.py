@@ -36,7 +36,7 @@ def _job(path, task_id: str):
 @pytest.fixture(scope="module")
 def verdicts():
     """(file name, task) -> (with static rules, static rules bypassed), all evaluated concurrently on one cuda pool."""
-    from kernel_gym.eval.evaluator import LocalEvaluator
+    from kernel_gym.judge.local import LocalEvaluator
 
     cases = {(p.name, t): p for p, t, *_ in PATTERNS}
     cases |= {(n, t): OUTSIDE / n for n, t in REGRESSION.items() if "cpp" not in n}

@@ -55,7 +55,7 @@ def _job(name: str, task_id: str):
 @pytest.fixture(scope="module")
 def verdicts():
     """name -> (EvalResult with static rules, EvalResult with them bypassed or None), all evaluated concurrently."""
-    from kernel_gym.eval.evaluator import LocalEvaluator
+    from kernel_gym.judge.local import LocalEvaluator
 
     ev = LocalEvaluator("cuda", workers=8)
     ev.start()

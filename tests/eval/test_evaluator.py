@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from kernel_gym.errors import SandboxError
-from kernel_gym.eval.evaluator import LocalEvaluator
 from kernel_gym.eval.job import EvalJob
 from kernel_gym.eval.result import EvalResult, Outcome
+from kernel_gym.judge.local import LocalEvaluator
 
 
 class FailingPool:
@@ -46,7 +48,7 @@ def test_a_judge_that_fails_twice_gives_an_infrastructure_crash():
 def test_one_failing_job_does_not_fail_a_batch(solution):
     """`evaluate_many` with an evaluator of one's own (no evaluate_many of its own) that fails on one job: that job is
     an infrastructure crash, the others keep their results."""
-    from kernel_gym.eval.evaluator import evaluate_many
+    from kernel_gym.judge.local import evaluate_many
 
     class FailsOnSecond:
         calls = 0
@@ -64,3 +66,17 @@ def test_one_failing_job_does_not_fail_a_batch(solution):
     results = evaluate_many(jobs, evaluator=FailsOnSecond())
     assert [r.outcome for r in results] == [Outcome.MISMATCH, Outcome.CRASH, Outcome.MISMATCH]
     assert [r.infra_failure for r in results] == [False, True, False]
+
+
+def test_local_evaluator_lives_with_the_judge_and_its_old_path_warns():
+    """LocalEvaluator and evaluate_many are the judge's (kernel_gym.judge.local); kernel_gym.eval.evaluator, their
+    home before, still gives them, with a DeprecationWarning."""
+    import kernel_gym
+    from kernel_gym.eval import evaluator as old
+    from kernel_gym.judge import local
+
+    with pytest.warns(DeprecationWarning, match="kernel_gym.judge.local"):
+        assert old.LocalEvaluator is local.LocalEvaluator
+    with pytest.warns(DeprecationWarning):
+        assert old.evaluate_many is local.evaluate_many
+    assert kernel_gym.LocalEvaluator is local.LocalEvaluator and kernel_gym.evaluate_many is local.evaluate_many

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from kernel_gym.eval.evaluator import LocalEvaluator
 from kernel_gym.eval.job import EvalConfig, job_for
+from kernel_gym.judge.local import LocalEvaluator
 from kernel_gym.tasks import load_task
 
 pytestmark = pytest.mark.gpu

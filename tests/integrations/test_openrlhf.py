@@ -115,8 +115,8 @@ def test_labels_and_environment_defaults(monkeypatch):
 
 
 def test_evaluator_spec_selects_backends_lazily(monkeypatch):
-    from kernel_gym.eval.evaluator import LocalEvaluator
     from kernel_gym.integrations import shared_evaluator as shared
+    from kernel_gym.judge.local import LocalEvaluator
 
     made = []
 

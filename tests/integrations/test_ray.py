@@ -82,13 +82,14 @@ def _verdict(result):
 
 
 def test_same_verdicts_as_local(ray_ev, evaluator, cpu_job, solution, relu_code):
-    from kernel_gym.eval.evaluator import evaluate_many, judged
+    from kernel_gym.eval.evaluator import evaluate_job
+    from kernel_gym.judge.local import evaluate_many
 
     jobs = [cpu_job(solution("level1/relu")),  # genuine
             cpu_job(relu_code(body="x + 1.0")),  # wrong numerics
             cpu_job(relu_code(ret="torch.relu(x)"))]  # library-op hack: the static rules (before any evaluator)
     remote = evaluate_many(jobs, evaluator=ray_ev)
-    local = [judged(j, evaluator) for j in jobs]
+    local = [evaluate_job(j, evaluator) for j in jobs]
     assert [r.outcome for r in remote] == [Outcome.CORRECT, Outcome.MISMATCH, Outcome.REJECTED]
     assert [_verdict(r) for r in remote] == [_verdict(r) for r in local]
     assert remote[0].timing is not None and remote[0].timing.method == local[0].timing.method
