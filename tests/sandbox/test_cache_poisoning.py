@@ -141,44 +141,45 @@ def test_a_builds_compiler_cannot_write_the_header_caches(tmp_path, monkeypatch)
     """A flag that names an output file (`-MF`: the dependency file) pointed at another key's precompiled-header
     folder: the build process writes only its staging folder, so nothing lands in the cache (it did: that folder's
     `torch/extension.h` is what g++ reads beside the PCH)."""
-    from kernel_gym.eval import fast_build
+    from kernel_gym.eval import pch_cache
     from kernel_gym.judge import builds
 
     monkeypatch.setenv("KERNEL_GYM_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("KERNEL_GYM_FAST_BUILD", "0")  # the stock build: its own compile, no PCH to make first
     target = tmp_path / "cache" / "pch" / ("0" * 20) / "torch" / "extension.h"  # as an earlier honest build left it
     target.parent.mkdir(parents=True)
-    target.write_text(fast_build._FORWARD_TEXT)
+    target.write_text(pch_cache._FORWARD_TEXT)
     answer = builds.build({"name": "depfile", "params": {
         "cpp_sources": "int add1(int x) { return x + 1; }", "no_implicit_headers": True,
         "extra_cflags": ["-MD", "-MF", str(target), "-MT", "planted"]}}, "cpu")
     written = target.read_text()
-    assert written == fast_build._FORWARD_TEXT, f"a build process wrote into the header cache: {written[:200]}"
+    assert written == pch_cache._FORWARD_TEXT, f"a build process wrote into the header cache: {written[:200]}"
     assert answer["ok"] is False  # (its compiler could not write the file it was told to)
 
 
 def test_the_judge_publishes_only_the_pch_of_the_requests_own_flags(tmp_path, monkeypatch):
     """A build process makes a missing PCH in its staging folder; the judge moves the one keyed by the request's own
     flags into the cache, sealed, and nothing else a build process left there (another key's folder, a PCH folder
-    whose text files are not fast_build's)."""
-    from kernel_gym.eval import fast_build
+    whose text files are not pch_cache's)."""
+    from kernel_gym.eval import pch_cache
+    from kernel_gym.eval.torch_headers import BIND_HEADER
 
     monkeypatch.setenv("KERNEL_GYM_CACHE", str(tmp_path / "cache"))
     params = {"cpp_sources": ["int f();"], "extra_cflags": ["-O2"]}
-    keys = fast_build.pch_keys(params)
+    keys = pch_cache.pch_keys(params)
     own = next(k for k, header in keys.items() if header == "stock")
     scratch = tmp_path / "staging" / "headers"
-    for key, text in ((own, fast_build._FORWARD_TEXT), ("f" * 20, fast_build._FORWARD_TEXT)):
+    for key, text in ((own, pch_cache._FORWARD_TEXT), ("f" * 20, pch_cache._FORWARD_TEXT)):
         (scratch / "pch" / key / "torch").mkdir(parents=True)
         (scratch / "pch" / key / "torch" / "extension.h").write_text(text)
         (scratch / "pch" / key / "torch" / "extension.h.gch").write_bytes(b"gch")
     lite = next(k for k, header in keys.items() if header == "lite")
     (scratch / "pch" / lite).mkdir(parents=True)
-    (scratch / "pch" / lite / fast_build.BIND_HEADER).write_text("#include <planted.h>\n")  # not fast_build's text
-    (scratch / "pch" / lite / f"{fast_build.BIND_HEADER}.gch").write_bytes(b"gch")
-    assert fast_build.publish_pch(scratch, params) == [own]
+    (scratch / "pch" / lite / BIND_HEADER).write_text("#include <planted.h>\n")  # not pch_cache's text
+    (scratch / "pch" / lite / f"{BIND_HEADER}.gch").write_bytes(b"gch")
+    assert pch_cache.publish_pch(scratch, params) == [own]
     published = tmp_path / "cache" / "pch" / own
-    assert fast_build.cached_pch(own, "stock") == published
+    assert pch_cache.cached_pch(own, "stock") == published
     assert sorted(p.name for p in (tmp_path / "cache" / "pch").iterdir()) == [own]
     if os.geteuid() == 0:
         assert (published / "torch" / "extension.h").stat().st_uid == 0

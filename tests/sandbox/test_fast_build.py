@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel_gym.eval import fast_build
+from kernel_gym.eval import fast_build, torch_headers
 from kernel_gym.eval.cuda import find_nvcc
 
 RELU = (Path(__file__).resolve().parents[1] / "solutions" / "cuda" / "level1_relu.py").read_text()
@@ -55,12 +55,12 @@ def cache(build_cache):
 
 
 def test_header_choice_is_the_lightest_that_suffices():
-    assert fast_build.header_choice(RELU_CU) == "lite"
+    assert torch_headers.header_choice(RELU_CU) == "lite"
     matmul = RELU_CU.replace("auto y = torch::empty_like(xc);", "auto y = torch::matmul(xc, xc);")
-    assert fast_build.header_choice(matmul) == "types"
-    assert fast_build.header_choice(RELU_CU + "\nPYBIND11_MODULE(m, mod) {}") == "stock"
-    assert fast_build.header_choice(RELU_CU + "\nnamespace py = pybind11;") == "stock"
-    assert fast_build.header_choice(RELU_CU.replace("#include <torch/extension.h>", "#include <ATen/ATen.h>")) \
+    assert torch_headers.header_choice(matmul) == "types"
+    assert torch_headers.header_choice(RELU_CU + "\nPYBIND11_MODULE(m, mod) {}") == "stock"
+    assert torch_headers.header_choice(RELU_CU + "\nnamespace py = pybind11;") == "stock"
+    assert torch_headers.header_choice(RELU_CU.replace("#include <torch/extension.h>", "#include <ATen/ATen.h>")) \
         == "stock"  # the source picks its own headers
 
 
@@ -70,14 +70,14 @@ def test_fast_params_swap_the_header_and_put_the_pch_first(monkeypatch):
               "extra_cflags": ["-O3"], "extra_cuda_cflags": ["-O3"], "use_pch": True}
     fast, changes = fast_build.fast_params(params)
     cuda = "\n".join(fast["cuda_sources"])
-    assert "torch/extension.h" not in cuda and f"<{fast_build.LITE_PREFIX}_" in cuda
+    assert "torch/extension.h" not in cuda and f"<{torch_headers.LITE_PREFIX}_" in cuda
     assert fast["extra_cuda_cflags"][0] == "-O3" and fast["extra_cuda_cflags"][1].startswith("-I")
     assert fast["extra_cflags"] == ["-I/pch/lite", "-O3"] and "use_pch" not in fast
     assert changes == {"cuda_header": "lite", "cpp_header": "lite", "pch": "lite"}
     assert params["cuda_sources"] == RELU_CU  # the caller's arguments are untouched (the stock fallback)
     main = fast["cpp_sources"]
     main.insert(0, "#include <torch/extension.h>")  # what load_inline does
-    assert main[0] == f"#include <{fast_build.BIND_HEADER}>"
+    assert main[0] == f"#include <{torch_headers.BIND_HEADER}>"
     heavy = dict(params, cpp_sources="torch::Tensor f(torch::Tensor x) { return torch::matmul(x, x); }")
     fast, changes = fast_build.fast_params(heavy)
     assert "cpp_header" not in changes and fast["extra_cflags"][0] == "-I/pch/stock"
@@ -91,11 +91,11 @@ def test_light_header_includes_only_what_the_source_uses():
     assert "c10/cuda/CUDAGuard.h" in fast_build.lite_headers(guarded)
     props = RELU_CU.replace("auto xc", "int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;\n"
                                        "    auto xc")
-    assert fast_build.header_choice(props) == "lite"
+    assert torch_headers.header_choice(props) == "lite"
     assert "ATen/cuda/CUDAContextLight.h" in fast_build.lite_headers(props)
     unknown = RELU_CU.replace("auto xc", "at::cuda::CUDAEvent ev;\n    auto xc")
-    assert fast_build.header_choice(unknown) == "types"  # a CUDA-namespace name the light header does not know
-    assert fast_build.header_choice("using namespace torch;\n" + RELU_CU) == "types"
+    assert torch_headers.header_choice(unknown) == "types"  # a CUDA-namespace name the light header does not know
+    assert torch_headers.header_choice("using namespace torch;\n" + RELU_CU) == "types"
 
 
 def test_ops_header_is_torchs_own_wrappers_without_their_includes():
@@ -116,9 +116,9 @@ def test_lite_header_compiles_a_typical_cuda_file(tmp_path):
     from torch.utils.cpp_extension import include_paths
 
     src = tmp_path / "cuda.cu"
-    assert fast_build.header_choice(KITCHEN_SINK) == "lite"
+    assert torch_headers.header_choice(KITCHEN_SINK) == "lite"
     header = fast_build.lite_header(fast_build.lite_headers(KITCHEN_SINK))
-    src.write_text(fast_build._EXTENSION_INCLUDE.sub(f"#include <{header}>", KITCHEN_SINK))
+    src.write_text(torch_headers.EXTENSION_INCLUDE.sub(f"#include <{header}>", KITCHEN_SINK))
     nvidia_inc = [str(p) for p in Path(sysconfig.get_paths()["purelib"]).glob("nvidia/cu*/include")]
     from torch.utils.cpp_extension import COMMON_NVCC_FLAGS  # what load_inline passes (no half operators, ...)
 
@@ -181,8 +181,8 @@ def test_fast_cuda_build_compiles_and_imports_without_a_gpu(tmp_path, monkeypatc
     module = ext.load_inline("kg_fast_relu", build_directory=str(tmp_path), **fast)
     assert callable(module.relu_forward)
     cu = (tmp_path / "cuda.cu").read_text()
-    assert "torch/types.h" not in cu and cu.index("<cuda.h>") < cu.index(fast_build.LITE_PREFIX)
-    assert changes["cpp_header"] == "lite" and fast_build.BIND_HEADER in (tmp_path / "main.cpp").read_text()
+    assert "torch/types.h" not in cu and cu.index("<cuda.h>") < cu.index(torch_headers.LITE_PREFIX)
+    assert changes["cpp_header"] == "lite" and torch_headers.BIND_HEADER in (tmp_path / "main.cpp").read_text()
 
 
 MISSING = 'cuda.cu(21): error: no operator "+" matches these operands'
@@ -202,7 +202,7 @@ def test_failed_light_build_retries_with_types_then_stock(monkeypatch, tmp_path,
 
     def fake_build(unique, params, staging):
         cu = fast_build._text(params["cuda_sources"])
-        kind = "f" if fast_build.LITE_PREFIX in cu else "stock" if "torch/extension.h" in cu else "t"
+        kind = "f" if torch_headers.LITE_PREFIX in cu else "stock" if "torch/extension.h" in cu else "t"
         assert kind == "stock" or unique.endswith(kind)  # fast builds get their own names
         calls.append(kind)
         if kind in fails:
@@ -256,7 +256,7 @@ def test_tensor_operators_in_the_wrapper_build_through_the_types_retry(tmp_path,
         unique, dict(params, extra_include_paths=[str(p) for p in Path(sysconfig.get_paths()["purelib"]).glob(
             "nvidia/cu*/include")]), staging))
     source = RELU_CU.replace("return y;", "return y + xc * 0;")
-    assert fast_build.header_choice(source) == "lite"  # operators are not names: the light header is tried first
+    assert torch_headers.header_choice(source) == "lite"  # operators are not names: the light header is tried first
     module = builder.build("relu_ops", {"cpp_sources": "torch::Tensor relu_forward(torch::Tensor x);",
                                         "cuda_sources": source, "functions": ["relu_forward"],
                                         "extra_cuda_cflags": ["-O3"]}, tmp_path)
