@@ -146,14 +146,8 @@ def create_app(evaluator: Any, *, token: str | None = None, max_request_bytes: i
 
     capacity = _capacity(evaluator)
     metrics = Metrics(capacity)
-
-    @asynccontextmanager
-    async def lifespan(app: FastAPI):
-        yield
-        if close_evaluator:
-            evaluator.close()
-
-    app = FastAPI(title="kernel-gym evaluation service", version=__version__, lifespan=lifespan,
+    app = FastAPI(title="kernel-gym evaluation service", version=__version__,
+                  lifespan=_lifespan(evaluator, close_evaluator),
                   docs_url=None, redoc_url=None, openapi_url=None)
     app.state.evaluator, app.state.metrics = evaluator, metrics
 
@@ -172,62 +166,12 @@ def create_app(evaluator: Any, *, token: str | None = None, max_request_bytes: i
         metrics.request(response.status_code)
         return response
 
-    def authorize(request: Request) -> None:
-        if token is None:
-            return
-        given = request.headers.get("authorization", "")
-        scheme, _, value = given.partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode(), token.encode()):
-            raise ApiError(401, "unauthorized", "this service needs 'Authorization: Bearer <token>' with its token")
-
-    async def read_json(request: Request) -> Any:
-        declared = request.headers.get("content-length")
-        if declared is not None and (not declared.isdigit()):
-            raise ApiError(400, "bad_request", "invalid Content-Length header")
-        if declared is not None and int(declared) > max_request_bytes:
-            raise _too_large(int(declared), max_request_bytes)
-        body, size = bytearray(), 0
-        async for chunk in request.stream():  # also bounds bodies sent without a Content-Length
-            size += len(chunk)
-            if size > max_request_bytes:
-                raise _too_large(size, max_request_bytes)
-            body += chunk
-        try:
-            return json.loads(body)
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise ApiError(400, "malformed_json", f"the body is not valid JSON: {e}") from e
-
-    def timed(job: EvalJob) -> EvalResult:
-        t0, result = time.perf_counter(), None
-        try:
-            result = evaluate_job(job, evaluator)
-            return result
-        finally:
-            metrics.end(result, time.perf_counter() - t0)
-
-    def run_batch(jobs: list[EvalJob]) -> list[EvalResult]:
-        if len(jobs) == 1:
-            return [timed(jobs[0])]
-        with ThreadPoolExecutor(max_workers=max(1, min(capacity, len(jobs)))) as pool:
-            return list(pool.map(timed, jobs))
-
     @app.post("/v1/evaluate")
     async def evaluate(request: Request):
-        authorize(request)
-        data = await read_json(request)
-        if not isinstance(data, dict) or ("job" in data) == ("jobs" in data):
-            raise ApiError(422, "invalid_request", 'the body must be {"job": JOB} or {"jobs": [JOB, ...]}')
-        batch = "jobs" in data
-        raw = data["jobs"] if batch else [data["job"]]
-        if not isinstance(raw, list) or not raw or len(raw) > MAX_BATCH:
-            raise ApiError(422, "invalid_request", f'"jobs" must be a list of 1 to {MAX_BATCH} jobs')
-        jobs = [parse_job(item) for item in raw]
-        device = getattr(evaluator, "device", None)
-        wrong = [j.config.device for j in jobs if device == "cpu" and j.config.device == "cuda"]
-        if wrong:
-            raise ApiError(422, "unsupported_device", "this service evaluates on cpu; the job asks for cuda")
+        _authorize(request, token)
+        batch, jobs = _parse_request(await _read_json(request, max_request_bytes), evaluator)
         metrics.begin(len(jobs))
-        results = await run_in_threadpool(run_batch, jobs)
+        results = await run_in_threadpool(_run_batch, jobs, evaluator, metrics, capacity)
         dicts = [r.to_dict() for r in results]
         return {"results": dicts} if batch else {"result": dicts[0]}
 
@@ -238,38 +182,117 @@ def create_app(evaluator: Any, *, token: str | None = None, max_request_bytes: i
 
     @app.get("/metrics")
     async def get_metrics(request: Request, format: str = "prometheus"):
-        authorize(request)
+        _authorize(request, token)
         judge = _judge_status(evaluator)
         if format == "json":
             return {**metrics.snapshot(), **({"judge": judge} if judge else {})}
-        text = metrics.prometheus()
-        if judge:  # the machine's judge behind a shared LocalEvaluator: its queue and waits
-            text += "".join(
-                f"# HELP kernel_gym_judge_{name} {what}\n# TYPE kernel_gym_judge_{name} gauge\n"
-                f"kernel_gym_judge_{name} {value}\n"
-                for name, value, what in (
-                    ("queued", judge.get("queued", 0), "Jobs waiting in the machine's judge (all clients)."),
-                    ("running", judge.get("running", 0), "Jobs the judge runs now."),
-                    ("clients", judge.get("clients", 0), "Clients connected to the judge."),
-                    ("queue_wait_median_seconds", judge.get("queue_wait", {}).get("median_s", 0),
-                     "Median wait of a job in the judge's queue."),
-                    ("timing_wait_median_seconds", judge.get("timing_lock_wait", {}).get("median_s", 0),
-                     "Median wait for the GPU before a job's timing."),
-                    ("alone_waiting", judge.get("alone_waiting", 0),
-                     "Jobs waiting to run again with the pool to themselves (out-of-memory confirmations)."),
-                    ("alone_reruns", judge.get("alone_wait", {}).get("n", 0),
-                     "Jobs run again alone so far (of the last 1000)."),
-                    ("alone_wait_max_seconds", judge.get("alone_wait", {}).get("max_s", 0),
-                     "Longest wait of a job for the pool to itself."),
-                    ("gpu_reserved_bytes", int(judge.get("gpu_reserved_mb", 0) * 2**20),
-                     "GPU memory the judge's process holds (its jobs' buffers and torch's cache)."),
-                    ("idle_releases", judge.get("idle_releases", 0),
-                     "Times the judge gave its cached GPU memory back after going idle."),
-                    ("spare_builders", judge.get("spare_builders", 0),
-                     "Build processes started ahead, waiting for a load_inline build.")))
-        return PlainTextResponse(text, media_type="text/plain; version=0.0.4")
+        return PlainTextResponse(metrics.prometheus() + _judge_prometheus(judge),
+                                 media_type="text/plain; version=0.0.4")
 
     return app
+
+
+def _lifespan(evaluator: Any, close_evaluator: bool) -> Any:
+    """The app's lifespan: at shutdown, the evaluator closed if asked."""
+
+    @asynccontextmanager
+    async def lifespan(app: Any):
+        yield
+        if close_evaluator:
+            evaluator.close()
+
+    return lifespan
+
+
+def _authorize(request: Any, token: str | None) -> None:
+    """ApiError 401 unless the request carries `Authorization: Bearer <token>` (when the service has a token)."""
+    if token is None:
+        return
+    given = request.headers.get("authorization", "")
+    scheme, _, value = given.partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode(), token.encode()):
+        raise ApiError(401, "unauthorized", "this service needs 'Authorization: Bearer <token>' with its token")
+
+
+async def _read_json(request: Any, max_request_bytes: int) -> Any:
+    """The request's body as JSON, read up to `max_request_bytes` (ApiError 413 beyond, 400 when not JSON)."""
+    declared = request.headers.get("content-length")
+    if declared is not None and (not declared.isdigit()):
+        raise ApiError(400, "bad_request", "invalid Content-Length header")
+    if declared is not None and int(declared) > max_request_bytes:
+        raise _too_large(int(declared), max_request_bytes)
+    body, size = bytearray(), 0
+    async for chunk in request.stream():  # also bounds bodies sent without a Content-Length
+        size += len(chunk)
+        if size > max_request_bytes:
+            raise _too_large(size, max_request_bytes)
+        body += chunk
+    try:
+        return json.loads(body)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ApiError(400, "malformed_json", f"the body is not valid JSON: {e}") from e
+
+
+def _parse_request(data: Any, evaluator: Any) -> tuple[bool, list[EvalJob]]:
+    """(whether it is a batch, its jobs) of a /v1/evaluate body, or ApiError 422 saying what is wrong with it."""
+    if not isinstance(data, dict) or ("job" in data) == ("jobs" in data):
+        raise ApiError(422, "invalid_request", 'the body must be {"job": JOB} or {"jobs": [JOB, ...]}')
+    batch = "jobs" in data
+    raw = data["jobs"] if batch else [data["job"]]
+    if not isinstance(raw, list) or not raw or len(raw) > MAX_BATCH:
+        raise ApiError(422, "invalid_request", f'"jobs" must be a list of 1 to {MAX_BATCH} jobs')
+    jobs = [parse_job(item) for item in raw]
+    device = getattr(evaluator, "device", None)
+    wrong = [j.config.device for j in jobs if device == "cpu" and j.config.device == "cuda"]
+    if wrong:
+        raise ApiError(422, "unsupported_device", "this service evaluates on cpu; the job asks for cuda")
+    return batch, jobs
+
+
+def _timed(job: EvalJob, evaluator: Any, metrics: Metrics) -> EvalResult:
+    t0, result = time.perf_counter(), None
+    try:
+        result = evaluate_job(job, evaluator)
+        return result
+    finally:
+        metrics.end(result, time.perf_counter() - t0)
+
+
+def _run_batch(jobs: list[EvalJob], evaluator: Any, metrics: Metrics, capacity: int) -> list[EvalResult]:
+    """The jobs' results in order, up to `capacity` of them at once."""
+    if len(jobs) == 1:
+        return [_timed(jobs[0], evaluator, metrics)]
+    with ThreadPoolExecutor(max_workers=max(1, min(capacity, len(jobs)))) as pool:
+        return list(pool.map(lambda job: _timed(job, evaluator, metrics), jobs))
+
+
+def _judge_prometheus(judge: dict[str, Any]) -> str:
+    """The machine's judge behind a shared LocalEvaluator, as Prometheus gauges: its queue and waits ("" without)."""
+    if not judge:
+        return ""
+    return "".join(
+        f"# HELP kernel_gym_judge_{name} {what}\n# TYPE kernel_gym_judge_{name} gauge\n"
+        f"kernel_gym_judge_{name} {value}\n"
+        for name, value, what in (
+            ("queued", judge.get("queued", 0), "Jobs waiting in the machine's judge (all clients)."),
+            ("running", judge.get("running", 0), "Jobs the judge runs now."),
+            ("clients", judge.get("clients", 0), "Clients connected to the judge."),
+            ("queue_wait_median_seconds", judge.get("queue_wait", {}).get("median_s", 0),
+             "Median wait of a job in the judge's queue."),
+            ("timing_wait_median_seconds", judge.get("timing_lock_wait", {}).get("median_s", 0),
+             "Median wait for the GPU before a job's timing."),
+            ("alone_waiting", judge.get("alone_waiting", 0),
+             "Jobs waiting to run again with the pool to themselves (out-of-memory confirmations)."),
+            ("alone_reruns", judge.get("alone_wait", {}).get("n", 0),
+             "Jobs run again alone so far (of the last 1000)."),
+            ("alone_wait_max_seconds", judge.get("alone_wait", {}).get("max_s", 0),
+             "Longest wait of a job for the pool to itself."),
+            ("gpu_reserved_bytes", int(judge.get("gpu_reserved_mb", 0) * 2**20),
+             "GPU memory the judge's process holds (its jobs' buffers and torch's cache)."),
+            ("idle_releases", judge.get("idle_releases", 0),
+             "Times the judge gave its cached GPU memory back after going idle."),
+            ("spare_builders", judge.get("spare_builders", 0),
+             "Build processes started ahead, waiting for a load_inline build.")))
 
 
 def _judge_status(evaluator: Any) -> dict[str, Any]:
