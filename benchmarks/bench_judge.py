@@ -35,8 +35,8 @@ SOL = ROOT / "tests" / "solutions"
 DO_BENCH = r"""
 import json, sys, statistics, torch, triton
 sys.path.insert(0, {root!r})
-from kernel_gym.eval import loading
-from kernel_gym.eval.integrity import pin_precision
+from kernel_gym.tasks import loading
+from kernel_gym.harness.integrity import pin_precision
 from kernel_gym.tasks import load_task
 pin_precision("cuda")
 task = load_task({task!r})

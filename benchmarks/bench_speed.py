@@ -181,7 +181,7 @@ def section_compile(args: argparse.Namespace) -> dict:
     ext_dir = Path(tempfile.mkdtemp(prefix="identity_"))
     from torch.utils.cpp_extension import load_inline
 
-    from kernel_gym.eval import fast_build
+    from kernel_gym.judge import fast_build
 
     code = CUDA_SOLUTION.read_text()
     cu = code.split('cuda_source = r"""')[1].split('"""')[0]

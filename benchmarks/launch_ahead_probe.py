@@ -1,4 +1,4 @@
-"""Probe for the launch-ahead timer (kernel_gym.eval.timing): does a GPU-side gate on the timing stream hold back
+"""Probe for the launch-ahead timer (kernel_gym.harness.timing): does a GPU-side gate on the timing stream hold back
 work that the timed call puts on *another* stream, and how much does the gate steady short-kernel readings?
 
 1. barrier: a `torch.cuda._sleep` gate on the current stream, the start event, then a kernel on a private

@@ -73,7 +73,7 @@ def worker(conn, handles: dict, flag_handle) -> None:
         op, name, n = msg
         work = works.get(name)
         if op == "hostcost":  # host microseconds per stream operation: waits on the IPC event vs a local event
-            from kernel_gym.eval.timing import pooled_streams
+            from kernel_gym.harness.timing import pooled_streams
 
             streams = [stream, *pooled_streams(device)]
             local = torch.cuda.Event()
@@ -164,7 +164,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--modes", nargs="*", default=["gate1", "gate3", "waitvalue", "hostpoll", "nogate"])
     args = parser.parse_args()
-    from kernel_gym.eval.timing import sleep_cycles_per_ms
+    from kernel_gym.harness.timing import sleep_cycles_per_ms
 
     device = torch.device("cuda", 0)
     torch.cuda.init()

@@ -26,9 +26,8 @@ def main() -> None:
     import torch
     import triton
 
-    from kernel_gym.eval import loading
-    from kernel_gym.eval.integrity import pin_precision
-    from kernel_gym.tasks import load_task
+    from kernel_gym.harness.integrity import pin_precision
+    from kernel_gym.tasks import load_task, loading
 
     p = argparse.ArgumentParser()
     p.add_argument("--task", required=True)

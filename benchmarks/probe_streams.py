@@ -1,4 +1,4 @@
-"""Diagnostics for the launch gate's stream check (eval/profile.py): what the profiler reports for the marker
+"""Diagnostics for the launch gate's stream check (harness/profile.py): what the profiler reports for the marker
 kernels on the gated streams and for a kernel on a CuPy stream wrapped as `torch.cuda.ExternalStream`, as a runner
 sees it (streams tracked from the start). Prints the device events and the check's decision.
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from kernel_gym.eval import profile, timing
+from kernel_gym.harness import profile, timing
 
 
 def main() -> None:

@@ -12,8 +12,8 @@ import os
 
 from kernel_gym.runner.forkserver import thread_names
 
-STEPS = ("torch", "torch._dynamo", "torch.profiler", "torch.utils.cpp_extension", "triton", "kernel_gym.eval.cuda",
-         "kernel_gym.eval.integrity", "kernel_gym.eval.launches", "kernel_gym.eval.op_audit", "kernel_gym.eval.profile",
+STEPS = ("torch", "torch._dynamo", "torch.profiler", "torch.utils.cpp_extension", "triton", "kernel_gym.harness.cuda",
+         "kernel_gym.harness.integrity", "kernel_gym.harness.launches", "kernel_gym.harness.op_audit", "kernel_gym.harness.profile",
          "kernel_gym.runner.session")
 
 

@@ -49,13 +49,12 @@ from typing import Any
 
 from kernel_gym.c_params import CParam as Param
 from kernel_gym.c_params import kernel_signatures
-from kernel_gym.eval import phases
+from kernel_gym.harness import phases
 from kernel_gym.nvrtc import CompileError, compile_program, cpu_arch, nvrtc_options, nvrtc_version, unwrap
 from kernel_gym.paths import cache_dir
 
 __all__ = ["compile", "RawModule", "RawKernel", "CompileError", "NoCudaDevice", "kernel_signatures"]
 
-_nvrtc_compile = compile_program  # the name kernel_gym/judge/compile_check.py calls it by (NVRTC: kernel_gym/nvrtc.py)
 
 
 class NoCudaDevice(RuntimeError):
@@ -242,7 +241,7 @@ class RawKernel:
         import torch
         from cuda.bindings import driver
 
-        from kernel_gym.eval.launches import STATE
+        from kernel_gym.harness.launches import STATE
 
         gx, gy, gz = _dims(grid, "grid")
         bx, by, bz = _dims(block, "block")

@@ -2,8 +2,8 @@
 feedback quotes. Three checks read it and no other place words it:
 
 - the static rule `library_op` (kernel_gym/checks/rules/library_ops.py), from the source;
-- the runner's op audit, judged as `torch_compute` (kernel_gym/eval/op_audit.py), from the aten ops a call ran;
-- the profiler share, judged as `library_time` (kernel_gym/eval/profile.py, cuda), from the kernels that ran.
+- the runner's op audit, judged as `torch_compute` (kernel_gym/harness/op_audit.py), from the aten ops a call ran;
+- the profiler share, judged as `library_time` (kernel_gym/harness/profile.py, cuda), from the kernels that ran.
 
 An allowance names what each check sees of it: `aten` (op audit), `kernels` (profiler: library kernels left out of
 the total), and the static rule's findings by `kind`. Whether it applies follows the preset and the task's reference

@@ -2,7 +2,7 @@
 
 Every request has its own run limit (a call: max(2 s, 50x the reference's call) on cuda, max(30 s, 1000x) on cpu;
 loading and constructing: `SETUP_LIMIT_S`), the first call included. While the runner compiles (Triton's JIT,
-NVRTC, a `load_inline` build, the profiler's start: `kernel_gym.eval.phases`) the request is under the job's
+NVRTC, a `load_inline` build, the profiler's start: `kernel_gym.harness.phases`) the request is under the job's
 compile budget instead (`compile_timeout_s`, for all of the job's compiling together), and the job lets go of its
 share of the GPU: a compile never makes a timer wait, and the time a timer makes the job wait to take its share back
 counts against no limit. After each compile segment the request's run limit and the job's (`run_timeout_s`) move by

@@ -6,7 +6,7 @@
 It confines itself before it reads a line of the candidate's sources (writes only beneath its staging folder; reads
 only the toolchain, the Python install, its staging folder and the PCH cache; seccomp; no network: its compilers run
 with the candidate's flags, which may name any output file), builds with the light and precompiled headers of
-`eval/fast_build.py` (a light build that fails for a missing declaration is retried with `torch/types.h`, then the
+`judge/fast_build.py` (a light build that fails for a missing declaration is retried with `torch/types.h`, then the
 stock way), and never imports what it built: a solution's static initializers run only in its own runner. Its
 answer is `{"ok": true, "module": NAME}` (the attempt that built: `staging/NAME/NAME.so`) or
 `{"ok": false, "log": TEXT}`.
@@ -38,7 +38,7 @@ def build(name: str, params: dict[str, Any], staging: Path, fast: bool = True) -
     """Build `params` (load_inline's keyword arguments) under `staging`; the name of the attempt that built. The
     fast attempts (`fast`: the judge's KERNEL_GYM_FAST_BUILD) are optimisations: the stock build's error, if any, is
     the candidate's."""
-    from kernel_gym.eval import fast_build
+    from kernel_gym.judge import fast_build
 
     params = {**params, "verbose": False}
     try:  # the header caches may be out of reach (a build process that dropped its uid cannot write them)
@@ -67,14 +67,14 @@ def build(name: str, params: dict[str, Any], staging: Path, fast: bool = True) -
 
 
 def main() -> None:
-    from kernel_gym.sandbox import isolation, limits
+    from kernel_gym.sandbox import isolation, limits, mount_ns
 
     limits.die_with_parent()
-    early = isolation.prepare("builder")  # while root and single-threaded: what its uid must reach (isolation.py)
+    early = mount_ns.prepare("builder")  # while root and single-threaded: what its uid must reach (isolation.py)
     # the imports first: a build process started ahead (judge/builds.py, SpareBuilders) waits here, ready
     import torch.utils.cpp_extension  # noqa: F401
 
-    from kernel_gym.eval import fast_build
+    from kernel_gym.judge import fast_build
 
     request = json.loads(sys.stdin.read())
     staging = Path(request["staging"])

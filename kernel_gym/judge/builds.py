@@ -3,7 +3,7 @@ confined build process (`judge/builder.py`) and published into the machine's ext
 write.
 
 A candidate's runner calls `load_inline` while it imports the solution (or constructs `ModelNew`); its stand-in
-(`eval/cuda.py`) sends the call's arguments to the judge in the middle of the request and waits. Here the judge:
+(`harness/cuda.py`) sends the call's arguments to the judge in the middle of the request and waits. Here the judge:
 1. checks them: known keyword arguments of plain types, a module name that is an identifier, and no flag that makes
    a compiler or linker run a program of the candidate's choosing (`-fplugin`, `-B`, `-specs`, `-ccbin`, response
    files, ...): refused with a message, as a compile error;
@@ -20,7 +20,7 @@ waiting for a request.
 
 What a candidate can no longer do: plant a library, a precompiled header or a light header in a shared cache that a
 later job would load (docs/anti-hacking.md): the build process writes only its staging folder (a PCH it made there
-for the request's own flags is published by the judge, `fast_build.publish_pch`), and its flags are shell-safe
+for the request's own flags is published by the judge, `pch_cache.publish_pch`), and its flags are shell-safe
 (torch's build.ninja runs them through /bin/sh). What it still decides is its own inputs, which can name no file
 outside the toolchain, the Python install and the staging folder (the build process's Landlock reads).
 """
@@ -46,8 +46,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernel_gym.eval import fast_build
-from kernel_gym.eval.errors import trim
+from kernel_gym.harness.errors import trim
+from kernel_gym.judge import fast_build, pch_cache
 from kernel_gym.paths import cache_dir, sweep_dead
 from kernel_gym.sandbox import isolation
 
@@ -217,7 +217,7 @@ def _build_now(unique: str, params: dict[str, Any], device: str, chain: dict[str
         answer = _run_builder(builder, unique, params, device, deadline)
         isolation.note("builder", answer.get("isolation"))
         try:  # the PCH it made for this request's flags (its key only) into the cache, which it may not write
-            fast_build.publish_pch(staging / "headers", params)
+            pch_cache.publish_pch(staging / "headers", params)
         except Exception as e:  # noqa: BLE001 - an optimisation: the build's answer stands
             logging.getLogger(__name__).warning("publishing a precompiled header failed: %s", e)
         if not answer.get("ok"):

@@ -31,7 +31,7 @@ from typing import Any
 import torch
 
 from kernel_gym.errors import SandboxError
-from kernel_gym.eval.timing import GATE_MIN_MS, Sample, sleep_cycles_per_ms
+from kernel_gym.harness.timing import GATE_MIN_MS, Sample, sleep_cycles_per_ms
 
 _perf_counter = time.perf_counter
 # The gate must outlast the runner's host path from the request to its last launch (a request and a reply cross

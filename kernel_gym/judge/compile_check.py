@@ -24,8 +24,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from kernel_gym.eval import cuda
-from kernel_gym.eval.errors import trim
+from kernel_gym.harness import cuda
+from kernel_gym.harness.errors import trim
 
 NVRTC_TIMEOUT_S = 120.0
 KINDS = {"nvcc": "nvcc failed on cuda_sources", "nvrtc": "NVRTC failed on the CUDA source"}
@@ -60,11 +60,11 @@ def verify(claim: Any, code: str, signals: dict[str, float] | None = None) -> tu
 def nvrtc_check(source: str, options: list[str]) -> tuple[bool, str]:
     """NVRTC on `source` in a subprocess of the judge (a compiler fault cannot take the judge down), for the arch
     the CPU backend targets, with no build cache, confined as a compile check (kernel_gym/sandbox/toolchain.py)."""
-    from kernel_gym import cuda_raw
+    from kernel_gym import nvrtc
     from kernel_gym.sandbox import toolchain
 
     with tempfile.TemporaryDirectory(prefix="kernel_gym_check_") as folder:
-        request = json.dumps({"source": source, "options": options, "arch": cuda_raw.cpu_arch()})
+        request = json.dumps({"source": source, "options": options, "arch": nvrtc.cpu_arch()})
         try:
             run = toolchain.run_process([sys.executable, "-m", "kernel_gym.judge.compile_check", folder], Path(folder),
                                         NVRTC_TIMEOUT_S, stdin=request)
@@ -80,20 +80,21 @@ def nvrtc_check(source: str, options: list[str]) -> tuple[bool, str]:
 def main() -> None:
     """`python -m kernel_gym.judge.compile_check FOLDER`: one NVRTC compile, the request and the answer as JSON. The
     process confines itself to FOLDER (its working directory) once NVRTC and the options are loaded."""
-    from cuda.bindings import nvrtc  # noqa: F401 - loaded before the confinement
+    import cuda.bindings.nvrtc  # noqa: F401 - loaded before the confinement
 
-    from kernel_gym import cuda_raw
+    from kernel_gym import nvrtc
+    from kernel_gym.c_params import kernel_signatures
     from kernel_gym.sandbox import toolchain
 
     request = json.loads(sys.stdin.read())
     source = request["source"]
-    options = cuda_raw.nvrtc_options(request.get("arch") or cuda_raw.cpu_arch(), request["options"])
-    names = list(cuda_raw.kernel_signatures(source))
+    options = nvrtc.nvrtc_options(request.get("arch") or nvrtc.cpu_arch(), request["options"])
+    names = list(kernel_signatures(source))
     toolchain.confine(Path(sys.argv[1] if len(sys.argv) > 1 else os.getcwd()))
     try:
-        cuda_raw._nvrtc_compile(source, names, options)
+        nvrtc.compile_program(source, names, options)
         answer = {"ok": True, "log": ""}
-    except cuda_raw.CompileError as e:
+    except nvrtc.CompileError as e:
         answer = {"ok": False, "log": e.log}
     print(json.dumps(answer))
 

@@ -24,7 +24,7 @@ preset may lower k. Rounding only the inputs through fp16 is not always visible 
 squared differences averages it away): the static `precision` rule is what sees those casts.
 
 Where there is no oracle (a Model that fails in float64, an output that is not floating point in it, a task that
-allows reduced precision, an oracle call past `oracle_max_s`) the fixed rule of `kernel_gym.eval.compare` decides,
+allows reduced precision, an oracle call past `oracle_max_s`) the fixed rule of `kernel_gym.judge.compare` decides,
 and the report says which rule was used and why. Hard bounds (structure, NaN/inf placement, degenerate outputs)
 are the fixed rule's in every case.
 
@@ -41,8 +41,8 @@ from typing import Any
 
 import torch
 
-from kernel_gym.eval.compare import _chunks
 from kernel_gym.eval.result import Mismatch
+from kernel_gym.judge.compare import _chunks
 
 # The floor of the budget, per output dtype (see the module docstring for the data behind float32's).
 FLOOR = {"float32": 4e-5, "float16": 4e-3, "bfloat16": 3e-2, "float64": 1e-12}
@@ -177,7 +177,7 @@ def first_past(got: torch.Tensor, exact: torch.Tensor, limit: float) -> tuple[in
 
 def mismatch_of(b: OutputBudget, got: torch.Tensor, against: torch.Tensor, first_place: int) -> Mismatch:
     """The Mismatch a failed budget reports: which measure, the numbers, and the first element past the limit."""
-    from kernel_gym.eval.compare import _where
+    from kernel_gym.judge.compare import _where
 
     if b.bad_places:
         return Mismatch(where=_where(b.index, got, against, first_place) + " (NaN/inf where the reference has none, "

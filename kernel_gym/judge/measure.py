@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from kernel_gym.eval.result import Timing
-from kernel_gym.eval.timing import c_reference_signals, cv, median, median_rel_se
+from kernel_gym.harness.timing import c_reference_signals, cv, median, median_rel_se
 from kernel_gym.judge.clock import calibrate, make_clock
 from kernel_gym.judge.dynamic import run_stage
 from kernel_gym.judge.dynamic.context import AfterTiming, Context, TimedRound

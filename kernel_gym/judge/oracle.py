@@ -9,8 +9,8 @@ from typing import Any
 
 import torch
 
-from kernel_gym.eval.compare import _chunks
 from kernel_gym.eval.result import Mismatch
+from kernel_gym.judge.compare import _chunks
 from kernel_gym.judge.error_budget import FLOOR, OutputBudget, Record, budget_for, derived_for, mismatch_of
 from kernel_gym.judge.outputs import assemble
 
@@ -154,7 +154,7 @@ class Oracle:
                 ) -> Mismatch | None:
         """None when every output is within its budget (or, without an oracle, the fixed rule's tolerance). Structure,
         NaN/inf where the reference is finite, and degenerate outputs are the fixed rule's hard bounds."""
-        from kernel_gym.eval import compare as fixed
+        from kernel_gym.judge import compare as fixed
 
         jr = self.jr
         base = fixed.compare_outputs(got, expected, jr.atol, jr.rtol, jr.cfg.max_rel_l2)

@@ -2,7 +2,7 @@
 
 On main 98d8a73 a candidate's runner (uid 0, every capability) connected to the shared judge's socket, guarded by its
 0600 mode alone, and submitted a job whose task source the judge then executed: code running in the judge, a forged
-verdict, a file written outside any sandbox. Runners now cannot make a unix socket at all (seccomp, sandbox/confine.py);
+verdict, a file written outside any sandbox. Runners now cannot make a unix socket at all (seccomp, sandbox/confine/seccomp.py);
 this is the judge's own check, for every process seccomp does not cover (a kernel or architecture without it, the fork
 server, a build process, anything that escaped).
 

@@ -18,9 +18,9 @@ import time
 from pathlib import Path
 
 from kernel_gym.errors import SandboxError
-from kernel_gym.eval.errors import GPU_MEMORY_MARKERS
 from kernel_gym.eval.job import EvalJob
 from kernel_gym.eval.result import EvalResult, Outcome
+from kernel_gym.harness.errors import GPU_MEMORY_MARKERS
 from kernel_gym.judge.faults import Cancel, gpu_fault
 from kernel_gym.judge.runners import ROOT_PREFIX
 from kernel_gym.judge.slot import Slot

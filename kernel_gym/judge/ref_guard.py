@@ -2,7 +2,7 @@
 
 A candidate with CAP_SYS_NICE and no seccomp rule against it put the reference's runner under `SCHED_DEADLINE` (0.1 ms
 per 100 ms) during timing: 25x for an honest ~0.3x kernel, and the slot's next honest job read 130x-576x, since the
-reference runner is reused. Seccomp now denies those calls on any pid but the caller's own (sandbox/confine.py); this
+reference runner is reused. Seccomp now denies those calls on any pid but the caller's own (sandbox/confine/seccomp.py); this
 module is the judge's own check that nothing got through, before the reference runner serves another job:
 
     baseline = ref_guard.snapshot(pid)      # when the runner is ready

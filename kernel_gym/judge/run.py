@@ -20,9 +20,8 @@ from typing import Any
 import torch
 
 from kernel_gym.checks.task_policy import task_policy
-from kernel_gym.eval import compare, loading
 from kernel_gym.eval.job import EvalJob
-from kernel_gym.judge import outcome, outputs
+from kernel_gym.judge import compare, outcome, outputs
 from kernel_gym.judge.budget import Budget
 from kernel_gym.judge.dynamic.context import Called
 from kernel_gym.judge.inputs import SecretInputs
@@ -32,6 +31,7 @@ from kernel_gym.judge.oracle import Oracle
 from kernel_gym.judge.runners import RunnerProcess
 from kernel_gym.judge.sides import Call, Side
 from kernel_gym.sandbox.shared import Arena, Spec
+from kernel_gym.tasks import loading
 
 
 class JudgeRun:

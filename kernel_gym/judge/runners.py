@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from kernel_gym.errors import SandboxError
-from kernel_gym.eval.errors import trim
+from kernel_gym.harness.errors import trim
 from kernel_gym.judge import builds as builds_service
 from kernel_gym.judge import spawner
 from kernel_gym.judge.spawner import ROOT_PREFIX
@@ -48,7 +48,7 @@ def others_stopped(keep: tuple[RunnerProcess, ...]) -> Iterator[list[int]]:
     SIGCONT after). Runners that hold a share of the GPU are past already (the timer waited for them); this stops
     the others: idle ones, those loading or constructing a model, and those in a compile segment, whose GPU work
     (work at import, or a compile segment the solution forged to run kernels holding no share) would otherwise run
-    beside the timed calls. A runner had finished its GPU work before it let its share go (eval/phases.py), so a
+    beside the timed calls. A runner had finished its GPU work before it let its share go (harness/phases.py), so a
     stopped one has none running. The time stopped is added to its requests' limits."""
     with _STOP_LOCK:
         others = [r for r in list(_CANDIDATES) if r not in keep and r.alive]

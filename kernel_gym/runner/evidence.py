@@ -2,7 +2,7 @@
 audit), its share of the device time (the profiler), the outputs' structure as plain JSON values.
 
 These helpers are bound into `kernel_gym.runner.session`, whose attributes the harness snapshot watches
-(eval/integrity.py); they reach the audit and the profiler through those modules at each call, as the session did.
+(harness/integrity.py); they reach the audit and the profiler through those modules at each call, as the session did.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 def audited(run: Any, args: list[Any], evidence: dict[str, Any]) -> Any:
     """`run` under the op audit: the ops it dispatches go into `evidence["ops"]`."""
-    from kernel_gym.eval.op_audit import audit as run_audit
+    from kernel_gym.harness.op_audit import audit as run_audit
 
     def audited_run() -> Any:
         out, ops = run_audit(run, args)  # (forward's inputs: a reduction of one is no final step)
@@ -25,11 +25,11 @@ def audited(run: Any, args: list[Any], evidence: dict[str, Any]) -> Any:
 def profiled(run: Any, evidence: dict[str, Any], *, own_names: list[str], exclude_library_gemm: bool,
              gated: list[Any], exclude_kernels: list[str]) -> Any:
     """`run` under the profiler: its output, and the solution's share of the device time in `evidence["profile"]`."""
-    from kernel_gym.eval.profile import profile_call
+    from kernel_gym.harness.profile import profile_call
 
     box: list[Any] = []
     prof = profile_call(lambda: box.append(run()), set(own_names), exclude_library_gemm=exclude_library_gemm,
-                        gated=gated, exclude=exclude_kernels)  # (the library policy's allowed kernels: eval/profile.py)
+                        gated=gated, exclude=exclude_kernels)  # (the library policy's allowed kernels: harness/profile.py)
     out = box[0]
     evidence["profile"] = {"share": prof.share, "total_ms": prof.total_ms, "top": list(prof.top),
                            "ungated": list(prof.ungated), "stream_check_skipped": prof.skipped}

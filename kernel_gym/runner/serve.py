@@ -34,7 +34,7 @@ def preload() -> None:
     import torch.utils.cpp_extension  # noqa: F401
     import triton  # noqa: F401 - imported before any candidate, under the runner's TRITON_INTERPRET
 
-    from kernel_gym.eval import cuda, integrity, launches, op_audit, profile  # noqa: F401 - bound before any candidate
+    from kernel_gym.harness import cuda, integrity, launches, op_audit, profile  # noqa: F401 - bound before any candidate
     from kernel_gym.runner import session  # noqa: F401 - part of the snapshot
 
 
@@ -43,13 +43,13 @@ def _initialize(device: str, root: Path) -> Any:
     preload()
     import torch
 
-    from kernel_gym.eval import cuda, launches
-    from kernel_gym.eval.integrity import Snapshot, pin_precision
+    from kernel_gym.harness import cuda, launches
+    from kernel_gym.harness.integrity import Snapshot, pin_precision
 
     launches.install_triton_hooks()
-    from kernel_gym.eval import phases
+    from kernel_gym.harness import phases
 
-    phases.install_triton()  # Triton's compiles are compile segments (eval/phases.py)
+    phases.install_triton()  # Triton's compiles are compile segments (harness/phases.py)
     cuda.install(device)
     from kernel_gym import cuda_raw
 
@@ -62,7 +62,7 @@ def _initialize(device: str, root: Path) -> Any:
         torch.cuda.init()
         torch.empty(1, device="cuda").add_(1)
         torch.cuda.synchronize()
-        from kernel_gym.eval.timing import track_streams
+        from kernel_gym.harness.timing import track_streams
 
         track_streams()  # the streams the launch gate holds: those the solution makes, tracked before any of it runs
     return Snapshot()
@@ -117,7 +117,7 @@ def serve(fd: int, device: str, root: Path, memory_limit_gb: float | None, role:
     in_flight: dict[str, Any] = {}
 
     def ask_for_build(request: dict[str, Any]) -> dict[str, Any]:
-        """The judge's build service, in the middle of the request in flight (eval/cuda.py, judge/builds.py)."""
+        """The judge's build service, in the middle of the request in flight (harness/cuda.py, judge/builds.py)."""
         channel.send({"id": in_flight.get("id"), "build": request})
         answer = channel.receive(deadline=None)
         if answer.get("id") != in_flight.get("id") or not isinstance(answer.get("built"), dict):
@@ -126,14 +126,14 @@ def serve(fd: int, device: str, root: Path, memory_limit_gb: float | None, role:
 
     def tell_phase(phase: str) -> None:
         """A compile segment starts ("compile") or ends ("run": the judge answers once the job may use the GPU
-        again), in the middle of the request in flight (eval/phases.py)."""
+        again), in the middle of the request in flight (harness/phases.py)."""
         channel.send({"id": in_flight.get("id"), "phase": phase})
         if phase == "run":
             answer = channel.receive(deadline=None)
             if answer.get("id") != in_flight.get("id") or answer.get("resume") is not True:
                 raise RuntimeError("the judge answered the end of a compile segment with something else")
 
-    from kernel_gym.eval import cuda, phases
+    from kernel_gym.harness import cuda, phases
 
     cuda.BUILD_SERVICE = ask_for_build  # before the snapshot: a solution that swaps it is harness tampering
     phases.TELL = tell_phase

@@ -21,14 +21,15 @@ from typing import Any
 import torch
 
 from kernel_gym import cuda_raw
-from kernel_gym.eval import cuda, integrity, launches, loading
-from kernel_gym.eval.errors import classify, describe_failure, trim
-from kernel_gym.eval.integrity import Snapshot
-from kernel_gym.eval.timing import gated_streams, hold_new_streams
+from kernel_gym.harness import cuda, integrity, launches
+from kernel_gym.harness.errors import classify, describe_failure, trim
+from kernel_gym.harness.integrity import Snapshot
+from kernel_gym.harness.timing import gated_streams, hold_new_streams
 from kernel_gym.runner.evidence import audited, flatten, json_value, profiled
 from kernel_gym.runner.refusal import CPU_ONLY, Refusal
 from kernel_gym.sandbox import limits
 from kernel_gym.sandbox.shared import Attached, dtype_name
+from kernel_gym.tasks import loading
 
 PROBE = bool(os.environ.get("KERNEL_GYM_RUNNER_PROBE"))  # benchmarks only: see Session.probe
 

@@ -26,7 +26,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from kernel_gym.sandbox.mount_ns import prepare  # noqa: F401  (kernel_gym/judge/builder.py imports it from here)
 from kernel_gym.sandbox.uids import UID_VARIABLE, uid_setting
 
 log = logging.getLogger(__name__)

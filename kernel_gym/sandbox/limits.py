@@ -161,7 +161,7 @@ def kill_descendants(root_pid: int) -> int:
 # build process writes only its staging folder (the judge publishes from it); the reference's runner builds C
 # references.
 CACHE_DIRS = {"candidate": (), "builder": (), "reference": ("c_reference",)}
-# What a read-confined role may read of the caches: a build process, the PCHs the judge published (eval/fast_build.py;
+# What a read-confined role may read of the caches: a build process, the PCHs the judge published (judge/fast_build.py;
 # it builds a missing one in its staging folder: its compilers run with the candidate's flags, which may name any
 # output file it can write, so it writes no cache).
 CACHE_READS = {"builder": ("pch",)}

@@ -8,7 +8,7 @@ Method (the harness's, so manifest and env agree): the reference at its full siz
 `torch.manual_seed(0)` with parameters and inputs created on the device, fp32 with TF32 off (`torch.backends.cuda.matmul.allow_tf32` and
 `torch.backends.cudnn.allow_tf32` both False, restored afterwards), `warmup` untimed calls, then `repeats` calls
 each after an L2 flush, timed with CUDA events around a whole-device synchronize behind the launch gate
-(`kernel_gym.eval.timing.CudaTimer`: the in-process timer, fit for the trusted reference alone; the env times both
+(`kernel_gym.harness.timing.CudaTimer`: the in-process timer, fit for the trusted reference alone; the env times both
 sides through the judge, kernel_gym/judge/clock.py); the median is the baseline. Exit code 1 when a task is
 under `--min-ms`.
 
@@ -51,7 +51,7 @@ def timed_class(module: Any) -> str:
 
 def baseline_of(source: str) -> str:
     """`timed_class` of a reference source (executes it at its full sizes; no model or inputs are built)."""
-    from kernel_gym.eval.loading import load_reference
+    from kernel_gym.tasks.loading import load_reference
 
     return timed_class(load_reference(source, {}))
 
@@ -78,8 +78,8 @@ def time_reference(source: str, sizes: dict[str, Any] | None = None, *, device: 
     ({} = full) on `device`, TF32 off."""
     import torch
 
-    from kernel_gym.eval.loading import load_reference
-    from kernel_gym.eval.timing import make_timer
+    from kernel_gym.harness.timing import make_timer
+    from kernel_gym.tasks.loading import load_reference
 
     dev = torch.device(device)
     with dev:  # parameters and inputs made on the device: the same shapes and distributions, no 1 GiB host copies

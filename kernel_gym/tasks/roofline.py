@@ -24,9 +24,9 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 from torch.utils.flop_counter import FlopCounterMode
 
-from kernel_gym.eval.loading import load_reference
 from kernel_gym.signals.hardware import H200
 from kernel_gym.signals.roofline import tensor_bytes
+from kernel_gym.tasks.loading import load_reference
 
 SPEC = H200
 """The GPU the estimates are for; its peaks live in `kernel_gym.signals.hardware` only."""

@@ -28,7 +28,7 @@ from typing import Any
 import torch
 
 from kernel_gym.errors import TaskFormatError
-from kernel_gym.eval.loading import load_reference
+from kernel_gym.tasks.loading import load_reference
 from kernel_gym.tasks.roofline import build, trace_source
 from kernel_gym.tasks.task import parse_task
 

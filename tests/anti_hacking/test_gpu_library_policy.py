@@ -81,7 +81,7 @@ def test_the_profiler_leaves_the_allowed_final_reduction_out():
     import triton.language as tl
 
     from kernel_gym.checks.task_policy import task_policy
-    from kernel_gym.eval.profile import excluded, profile_call
+    from kernel_gym.harness.profile import excluded, profile_call
     from kernel_gym.tasks import load_task
 
     @triton.jit

@@ -1,4 +1,4 @@
-"""The profiler's stream check (kernel_gym/eval/profile.py `summarize`), on real torch FunctionEvents built by hand:
+"""The profiler's stream check (kernel_gym/harness/profile.py `summarize`), on real torch FunctionEvents built by hand:
 which kernels ran on a stream the launch gate cannot hold, and the guards that keep a trace without usable stream
 ids from ever making a genuine solution look ungated. The check on a real trace is in test_gpu_attacks.py."""
 
@@ -8,7 +8,7 @@ import pytest
 from torch.autograd import DeviceType
 from torch.autograd.profiler_util import FunctionEvent
 
-from kernel_gym.eval.profile import summarize
+from kernel_gym.harness.profile import summarize
 
 MARK = "void at::native::(anonymous namespace)::spin_kernel(long)"
 

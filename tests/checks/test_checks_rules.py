@@ -65,7 +65,7 @@ ATTACKS = {
         solution(module="time.perf_counter = lambda: 0.0\n"),
         solution(module="setattr(torch, 'allclose', lambda *a, **k: True)\n"),
         solution(module="import kernel_gym\n"),
-        solution(module="from kernel_gym.eval import timing\n"),
+        solution(module="from kernel_gym.harness import timing\n"),
         solution(module="torch.backends.cudnn.benchmark = True\n"),
         solution(module="sys.modules['torch.testing'] = None\n"),
         solution("torch.manual_seed(0)"),

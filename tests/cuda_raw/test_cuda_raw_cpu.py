@@ -134,7 +134,7 @@ def test_static_rules_still_apply_to_raw_solutions():
     patched = RELU.replace("kernels = cuda_raw.compile(SOURCE)",
                            "kernels = cuda_raw.compile(SOURCE)\ncuda_raw.TARGET_DEVICE = 'cuda'")
     assert "monkeypatch" in {v.rule for v in run_static_checks(patched, "standard", backend="cuda_raw")}
-    harness = "from kernel_gym.eval import launches\n" + RELU
+    harness = "from kernel_gym.harness import launches\n" + RELU
     assert "monkeypatch" in {v.rule for v in run_static_checks(harness, "standard", backend="cuda_raw")}
     decoy = (SOLUTIONS / "decoy_relu.py").read_text()
     assert run_static_checks(decoy, "standard", backend="cuda_raw")  # torch.relu is compute under standard

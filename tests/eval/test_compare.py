@@ -4,7 +4,7 @@ import math
 
 import torch
 
-from kernel_gym.eval.compare import compare_outputs
+from kernel_gym.judge.compare import compare_outputs
 
 ATOL = RTOL = L2 = 1e-2
 
@@ -38,7 +38,7 @@ def test_a_comparison_in_chunks_says_what_a_whole_one_says(monkeypatch):
     placement, degenerate outputs, half precision, errors that straddle a chunk's edge."""
     import random
 
-    from kernel_gym.eval import compare
+    from kernel_gym.judge import compare
 
     random.seed(0)
     gen = torch.Generator().manual_seed(0)
@@ -75,7 +75,7 @@ def test_a_comparison_in_chunks_says_what_a_whole_one_says(monkeypatch):
 def test_input_mutation_is_seen_in_any_chunk(monkeypatch):
     """The judge's input-mutation check (its pristine inputs against the runner's buffers after a call) runs CHUNK
     elements at a time too: a change in the last element of the last chunk is seen; NaN where both have it is equal."""
-    from kernel_gym.eval import compare
+    from kernel_gym.judge import compare
 
     monkeypatch.setattr(compare, "CHUNK", 1000)
     x = torch.randn(4321)

@@ -1,4 +1,4 @@
-"""The op audit's task policy and final reductions (kernel_gym/eval/op_audit.py), on cpu with a stand-in extension
+"""The op audit's task policy and final reductions (kernel_gym/harness/op_audit.py), on cpu with a stand-in extension
 (counted like a built load_inline module, so the sizes of the tensors handed to it are tracked)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from kernel_gym.checks.task_policy import task_policy
-from kernel_gym.eval import launches
-from kernel_gym.eval.op_audit import audit, forbidden
+from kernel_gym.harness import launches
+from kernel_gym.harness.op_audit import audit, forbidden
 from kernel_gym.tasks import load_task
 
 

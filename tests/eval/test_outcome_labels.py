@@ -63,7 +63,7 @@ def test_a_raising_constructor_shows_its_own_frame(make_env, respond, relu_code)
 
 def test_describe_failure_names_the_stage():
     """What the runner should say before the traceback (the constructor is not "the first call of forward()")."""
-    from kernel_gym.eval.errors import describe_failure
+    from kernel_gym.harness.errors import describe_failure
 
     try:
         exec(compile("class ModelNew:\n    def __init__(self):\n        pass\nModelNew(1, 2)\n", "/x/kernel_gym/eval/"
@@ -79,8 +79,8 @@ def test_describe_failure_names_the_stage():
 
 
 def test_classify_follows_the_table():
-    from kernel_gym.eval.errors import classify
     from kernel_gym.eval.result import Outcome
+    from kernel_gym.harness.errors import classify
 
     assert classify(ValueError("x"), "compile")[0] is Outcome.COMPILE_ERROR
     assert classify(ValueError("x"), "first_call")[0] is Outcome.RUNTIME_ERROR

@@ -1,4 +1,4 @@
-"""The profiler share (kernel_gym/eval/profile.py): fills of the solution's own buffers are not library time, and
+"""The profiler share (kernel_gym/harness/profile.py): fills of the solution's own buffers are not library time, and
 the library GEMM/conv is left out of the total only where the task policy allows one (CPU, on FunctionEvents built
 by hand; the real trace is in tests/anti_hacking/test_gpu_shapes.py)."""
 
@@ -9,7 +9,7 @@ from torch.autograd import DeviceType
 from torch.autograd.profiler_util import FunctionEvent
 
 from kernel_gym.checks.task_policy import task_policy
-from kernel_gym.eval.profile import excludes_library_gemm, summarize
+from kernel_gym.harness.profile import excludes_library_gemm, summarize
 from kernel_gym.tasks import load_task
 
 FILL = ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char*, 1ul> >"

@@ -89,7 +89,7 @@ def test_gate_holds_the_streams_a_solution_made():
     since (not torch's 128 pooled streams), and a wrapped external stream is left to the profiler check."""
     import torch
 
-    from kernel_gym.eval import timing
+    from kernel_gym.harness import timing
 
     timing.track_streams()
     before = len(timing.gated_streams(torch.device("cuda")))

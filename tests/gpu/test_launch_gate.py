@@ -1,4 +1,4 @@
-"""The launch gate of the cuda timer (kernel_gym.eval.timing.CudaTimer): host time spent before the call's GPU work
+"""The launch gate of the cuda timer (kernel_gym.harness.timing.CudaTimer): host time spent before the call's GPU work
 is left out of the reading, GPU work on torch's pooled side streams is still counted in full, and a reading of
 GPU work alone matches the work's own length. Run with `pytest -m gpu tests/gpu` on an NVIDIA GPU."""
 
@@ -10,7 +10,7 @@ import time
 import pytest
 import torch
 
-from kernel_gym.eval.timing import CudaTimer
+from kernel_gym.harness.timing import CudaTimer
 
 pytestmark = pytest.mark.gpu
 
@@ -69,7 +69,7 @@ def test_host_cross_check_still_holds_with_the_gate(cycles_per_ms):
     timer = CudaTimer(dev, 8, gate=True)
     work = int(0.5 * cycles_per_ms)
     samples = [timer.time(lambda: torch.cuda._sleep(work))[0] for _ in range(10)][3:]
-    from kernel_gym.eval.timing import timer_disagrees
+    from kernel_gym.harness.timing import timer_disagrees
 
     assert not timer_disagrees(samples), samples
     forged = [type(s)(s.ms / 100, s.host_ms, s.gate_ms, s.lead_ms) for s in samples]

@@ -47,7 +47,7 @@ COMPILE_SEGMENT = textwrap.dedent("""
 def test_compiling_in_the_first_call_is_under_the_compile_budget_not_the_call_limit(pool, relu_code):
     """A first call that compiles for 4 s (a compile segment, as Triton's JIT, NVRTC and load_inline builds are)
     is correct under a 2 s call limit; the same 4 s spent running is a timeout."""
-    compiling = relu_code(header="import time\nfrom kernel_gym.eval import phases",
+    compiling = relu_code(header="import time\nfrom kernel_gym.harness import phases",
                           extra=COMPILE_SEGMENT.format(how="with phases.compiling():\n            time.sleep(4)"))
     result = pool.evaluate(make_job(compiling, call_timeout_s=2.0, checks="none"))
     assert result.outcome is Outcome.CORRECT, result
@@ -61,7 +61,7 @@ def test_compiling_in_the_first_call_is_under_the_compile_budget_not_the_call_li
 @pytest.mark.timeout(180)
 def test_the_compile_budget_bounds_a_compile_segment(pool, relu_code):
     """A segment past the job's compile budget is a timeout that names the budget."""
-    compiling = relu_code(header="import time\nfrom kernel_gym.eval import phases",
+    compiling = relu_code(header="import time\nfrom kernel_gym.harness import phases",
                           extra=COMPILE_SEGMENT.format(how="with phases.compiling():\n            time.sleep(600)"))
     t0 = time.monotonic()
     result = pool.evaluate(make_job(compiling, compile_timeout_s=5.0, checks="none"))
@@ -343,7 +343,7 @@ def test_the_clocks_wait_for_a_timed_calls_end_is_bounded():
 def test_forged_segments_never_restart_the_call_limit(pool, relu_code, forged):
     """A solution that spins while telling the judge "run" (or opening and closing tiny compile segments) gains
     nothing: compiling is not counted, running is counted whole, so it is a timeout at the call limit."""
-    spin = relu_code(header="import time\nfrom kernel_gym.eval import phases",
+    spin = relu_code(header="import time\nfrom kernel_gym.harness import phases",
                      extra=f"while self.calls == 1:\n    {forged}\n    time.sleep(0.3)")
     t0 = time.monotonic()
     result = pool.evaluate(make_job(spin, call_timeout_s=2.0, checks="none"))

@@ -82,9 +82,9 @@ def _flat(out):
 
 @pytest.mark.timeout(1800)
 def test_downcasts_fail_on_every_suite_task_at_full_size():
-    from kernel_gym.eval.integrity import pin_precision
-    from kernel_gym.eval.loading import load_reference
+    from kernel_gym.harness.integrity import pin_precision
     from kernel_gym.tasks import load_task
+    from kernel_gym.tasks.loading import load_reference
 
     pin_precision("cuda")
     passed = []

@@ -95,8 +95,8 @@ def _round_trip(model, xs, dtype, inputs=True):
 def test_downcasts_fail_and_the_reference_passes_on_every_suite_task():
     """On every task of tasks/level1 and tasks/level2 (CPU sizes): input and result rounded through bf16 or fp16, or
     the result alone, are outside the budget; the fp32 reference itself and the rounded oracle are inside it."""
-    from kernel_gym.eval.loading import load_reference
     from kernel_gym.tasks import load_task
+    from kernel_gym.tasks.loading import load_reference
 
     torch.set_num_threads(1)
     passed_downcasts, failed_honest = [], []

@@ -112,7 +112,7 @@ def test_a_reading_whose_gate_ran_out_is_taken_again():
     host time in it); otherwise the call is taken again, at most GATE_RETAKES more times, and the misses counted."""
     from types import SimpleNamespace
 
-    from kernel_gym.eval.timing import Sample
+    from kernel_gym.harness.timing import Sample
     from kernel_gym.judge.clock import GATE_MAX_MS, GATE_RETAKES, CudaClock
 
     def takes(missed: list[bool]):
@@ -142,7 +142,7 @@ def test_a_reading_whose_gate_ran_out_is_taken_again():
 def test_calibration_uses_clean_readings_only():
     """What is subtracted from both sides is measured on clean readings: one that still held host time after its
     retakes is replaced by another call; only a machine where fewer than half are clean gets the held ones used."""
-    from kernel_gym.eval.timing import Sample
+    from kernel_gym.harness.timing import Sample
     from kernel_gym.judge.clock import noop_readings
 
     class Clock:
@@ -167,7 +167,7 @@ def test_a_round_with_host_time_left_in_it_does_not_count():
     slower, and a slower reference is a larger speedup); rounds go on until enough clean ones are in."""
     from types import SimpleNamespace
 
-    from kernel_gym.eval.timing import Sample
+    from kernel_gym.harness.timing import Sample
     from kernel_gym.judge.measure import rounds
 
     missed = iter([False, False, True, False] + [False] * 40)  # the reference's reading of round 2 held host time
@@ -203,7 +203,7 @@ def test_a_reading_within_the_hand_overs_jitter_is_the_clocks_resolution_never_z
     import torch
 
     from kernel_gym.eval.result import EvalResult, Outcome, Timing
-    from kernel_gym.eval.timing import cv, median, median_rel_se
+    from kernel_gym.harness.timing import cv, median, median_rel_se
     from kernel_gym.judge.clock import RESOLUTION_MIN_MS, WallClock, calibrate
 
     class Runner:  # no-op calls slow (a busy machine during calibration), real calls fast

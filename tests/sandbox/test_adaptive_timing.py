@@ -10,7 +10,7 @@ import pytest
 
 from kernel_gym.eval.job import EvalConfig
 from kernel_gym.eval.result import Outcome
-from kernel_gym.eval.timing import median_rel_se
+from kernel_gym.harness.timing import median_rel_se
 
 
 def test_median_rel_se_is_robust_and_shrinks_with_n():

@@ -163,7 +163,7 @@ def test_a_runner_cannot_plant_files_in_the_build_caches(pool, runner_scratch, s
 
 SWAP_SERVICE = textwrap.dedent('''
     import sys
-    cuda = getattr(sys, "modules")["kernel_gym.eval.cuda"]
+    cuda = getattr(sys, "modules")["kernel_gym.harness.cuda"]
     cuda.BUILD_SERVICE = lambda request: {"ok": True, "directory": "/dev/shm/planted", "module": "planted"}
 ''')
 

@@ -141,8 +141,7 @@ def test_a_builds_compiler_cannot_write_the_header_caches(tmp_path, monkeypatch)
     """A flag that names an output file (`-MF`: the dependency file) pointed at another key's precompiled-header
     folder: the build process writes only its staging folder, so nothing lands in the cache (it did: that folder's
     `torch/extension.h` is what g++ reads beside the PCH)."""
-    from kernel_gym.eval import pch_cache
-    from kernel_gym.judge import builds
+    from kernel_gym.judge import builds, pch_cache
 
     monkeypatch.setenv("KERNEL_GYM_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("KERNEL_GYM_FAST_BUILD", "0")  # the stock build: its own compile, no PCH to make first
@@ -161,8 +160,8 @@ def test_the_judge_publishes_only_the_pch_of_the_requests_own_flags(tmp_path, mo
     """A build process makes a missing PCH in its staging folder; the judge moves the one keyed by the request's own
     flags into the cache, sealed, and nothing else a build process left there (another key's folder, a PCH folder
     whose text files are not pch_cache's)."""
-    from kernel_gym.eval import pch_cache
-    from kernel_gym.eval.torch_headers import BIND_HEADER
+    from kernel_gym.judge import pch_cache
+    from kernel_gym.judge.torch_headers import BIND_HEADER
 
     monkeypatch.setenv("KERNEL_GYM_CACHE", str(tmp_path / "cache"))
     params = {"cpp_sources": ["int f();"], "extra_cflags": ["-O2"]}

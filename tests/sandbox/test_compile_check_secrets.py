@@ -31,9 +31,9 @@ from pathlib import Path
 
 import pytest
 
-from kernel_gym.eval.cuda import find_nvcc
 from kernel_gym.eval.job import EvalConfig, job_for
 from kernel_gym.eval.result import Outcome
+from kernel_gym.harness.cuda import find_nvcc
 from kernel_gym.tasks import load_task
 
 SECRET_NAME, SECRET = "KERNEL_GYM_TEST_API_KEY", "sk-test-compile-check-0123456789"

@@ -1,4 +1,4 @@
-"""Fast load_inline builds (kernel_gym.eval.fast_build): the light header is chosen only when it suffices and
+"""Fast load_inline builds (kernel_gym.judge.fast_build): the light header is chosen only when it suffices and
 compiles with nvcc; the precompiled header is valid for torch's real main.cpp flags (g++ reports using it)."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from kernel_gym.eval import fast_build, torch_headers
-from kernel_gym.eval.cuda import find_nvcc
+from kernel_gym.harness.cuda import find_nvcc
+from kernel_gym.judge import fast_build, torch_headers
 
 RELU = (Path(__file__).resolve().parents[1] / "solutions" / "cuda" / "level1_relu.py").read_text()
 RELU_CU = RELU.split('r"""')[1].split('"""')[0]

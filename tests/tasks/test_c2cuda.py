@@ -9,11 +9,11 @@ import pytest
 import torch
 
 from kernel_gym.errors import TaskFormatError
-from kernel_gym.eval.compare import compare_outputs, flatten_outputs
-from kernel_gym.eval.loading import load_reference
+from kernel_gym.judge.compare import compare_outputs, flatten_outputs
 from kernel_gym.tasks import list_tasks, load_task, tasks_dir
 from kernel_gym.tasks.c_reference import CACHE, find_cc
 from kernel_gym.tasks.c_task import load_c_tasks, parse_c
+from kernel_gym.tasks.loading import load_reference
 
 pytestmark = pytest.mark.skipif(find_cc() is None, reason="no host C compiler")
 

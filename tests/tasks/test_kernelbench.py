@@ -7,9 +7,9 @@ import torch
 
 from kernel_gym.cli import main
 from kernel_gym.errors import TaskFormatError, UnknownTaskError
-from kernel_gym.eval.loading import load_reference
 from kernel_gym.tasks import list_tasks, load_task
 from kernel_gym.tasks.kernelbench import ENV_CHECKOUT, index_path, level_dirs
+from kernel_gym.tasks.loading import load_reference
 
 PROGRAM = '''import torch
 import torch.nn as nn

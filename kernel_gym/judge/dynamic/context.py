@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from kernel_gym.checks import library_policy
-from kernel_gym.eval import compare, loading
 from kernel_gym.eval.result import Mismatch
-from kernel_gym.judge import models
+from kernel_gym.judge import compare, models
 from kernel_gym.judge.dynamic.registry import run_stage
 from kernel_gym.judge.sides import Call
+from kernel_gym.tasks import loading
 
 
 @dataclass(frozen=True)
@@ -196,7 +196,7 @@ class Context:
     # ---- the library policy --------------------------------------------------------------------------------------
     def forbidden(self, ops: dict[str, int]) -> list[str]:
         """PyTorch compute the preset forbids, among the ops the runner's audit saw."""
-        from kernel_gym.eval.op_audit import forbidden
+        from kernel_gym.harness.op_audit import forbidden
 
         return forbidden(ops if isinstance(ops, dict) else {}, self.preset, self.policy)
 

@@ -8,9 +8,9 @@ from kernel_gym.judge.dynamic.registry import Hack, check
 @check("library_time", "correctness", applies=lambda ctx: ctx.device.type == "cuda")
 def kernel_share(ctx, _) -> None:
     """On the GPU, the solution's own kernels carry most of the kernel time under the profiler, by preset."""
-    from kernel_gym.eval.profile import MIN_OWN_SHARE, excluded, excludes_library_gemm
+    from kernel_gym.harness.profile import MIN_OWN_SHARE, excluded, excludes_library_gemm
 
-    # (the profiler's start, seconds the first time in a runner, is a compile segment of the call: eval/profile.py)
+    # (the profiler's start, seconds the first time in a runner, is a compile segment of the call: harness/profile.py)
     call = ctx.call("candidate", "main", ctx.inputs("profile"), profile=True, own_names=ctx.own_names,
                     exclude_library_gemm=excludes_library_gemm(ctx.preset, ctx.policy),
                     exclude_kernels=excluded(ctx.preset, ctx.policy))

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from kernel_gym.eval.launches import counted_extension
+from kernel_gym.harness.launches import counted_extension
 from kernel_gym.paths import cache_dir
 
 log = logging.getLogger(__name__)

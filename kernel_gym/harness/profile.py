@@ -21,7 +21,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 from kernel_gym.checks import library_policy
-from kernel_gym.eval import phases
+from kernel_gym.harness import phases
 
 # Minimum share of kernel time in the solution's own kernels, by anti-hack preset. The library kernels of what the
 # preset allows on the task (kernel_gym.checks.library_policy: the GEMM/convolution beside other work, the final

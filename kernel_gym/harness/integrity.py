@@ -3,7 +3,7 @@
 A snapshot of the identity of every attribute of the modules the harness relies on is taken when the worker
 starts, before any candidate runs; after each candidate interaction the live objects are compared with it.
 Anything replaced (a monkeypatched `torch.cuda.Event.elapsed_time`, `time.perf_counter`, `torch.allclose`,
-a tensor method, a function's `__code__` in kernel_gym.eval) is reported by name. Tracing hooks,
+a tensor method, a function's `__code__` in kernel_gym.harness) is reported by name. Tracing hooks,
 `__torch_function__`/dispatch modes and precision flags are checked too.
 """
 
@@ -20,11 +20,11 @@ import torch
 import torch.utils.deterministic
 
 _WATCHED_MODULES = ("torch", "torch.cuda", "torch.nn.functional", "time", "builtins", "os", "gc", "threading",
-                    "numpy", "triton", "triton.testing", "kernel_gym.eval.compare", "kernel_gym.eval.timing",
-                    "kernel_gym.runner.session", "kernel_gym.runner.serve", "kernel_gym.eval.integrity",
-                    "kernel_gym.eval.loading", "kernel_gym.sandbox.channel", "kernel_gym.sandbox.shared",
-                    "kernel_gym.cuda_raw", "kernel_gym.eval.cuda", "torch.utils.cpp_extension",
-                    "kernel_gym.eval.launches", "kernel_gym.eval.profile")
+                    "numpy", "triton", "triton.testing", "kernel_gym.harness.timing", "kernel_gym.harness.integrity",
+                    "kernel_gym.runner.session", "kernel_gym.runner.serve", "kernel_gym.runner.evidence",
+                    "kernel_gym.runner.refusal", "kernel_gym.tasks.loading", "kernel_gym.sandbox.channel",
+                    "kernel_gym.sandbox.shared", "kernel_gym.cuda_raw", "kernel_gym.harness.cuda",
+                    "torch.utils.cpp_extension", "kernel_gym.harness.launches", "kernel_gym.harness.profile")
 _WATCHED_CLASSES = (torch.Tensor, torch.cuda.Event, torch.nn.Module, threading.Thread)
 # The harness's own classes, resolved when the snapshot is taken (their methods decide the verdict).
 _WATCHED_CLASS_NAMES = ("kernel_gym.runner.session.Session", "kernel_gym.sandbox.channel.Channel",

@@ -1,4 +1,4 @@
-"""Which of torch's C++ headers a `load_inline` source needs, and the text of the light ones (kernel_gym.eval.fast_build
+"""Which of torch's C++ headers a `load_inline` source needs, and the text of the light ones (kernel_gym.judge.fast_build
 swaps them in).
 
 A CUDA source that includes `torch/extension.h` but names only tensors, factories, dtypes/options, dispatch macros,

@@ -18,11 +18,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kernel_gym.eval.torch_headers import BIND_HEADER, bind_text
+from kernel_gym.judge.torch_headers import BIND_HEADER, bind_text
 from kernel_gym.paths import cache_dir
 
 _FORWARD_TEXT = """#pragma once
-// kernel-gym: beside the precompiled torch/extension.h.gch (eval/fast_build.py); an include that cannot use the .gch
+// kernel-gym: beside the precompiled torch/extension.h.gch (judge/fast_build.py); an include that cannot use the .gch
 #include_next <torch/extension.h>
 """
 

@@ -39,15 +39,14 @@ import re
 from pathlib import Path
 from typing import Any
 
-from kernel_gym.eval.pch_cache import (
+from kernel_gym.judge.pch_cache import (
     as_list,
     build_pch,
     cached_pch,
     pch_key,
-    publish_pch,  # noqa: F401 - kernel_gym/judge/builds.py calls it from here
     write_once,
 )
-from kernel_gym.eval.torch_headers import (
+from kernel_gym.judge.torch_headers import (
     BASE_HEADERS,
     BIND_HEADER,
     EXTENSION_INCLUDE,

@@ -26,7 +26,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from kernel_gym.checks import library_policy as policy
 from kernel_gym.checks.library_policy import FINAL, SCALE_OPS
 from kernel_gym.checks.task_policy import EPILOGUE_REDUCTIONS, TaskPolicy
-from kernel_gym.eval import launches
+from kernel_gym.harness import launches
 
 ALLOWED = policy.ALLOCATION_OPS  # (the policy's data: allocation, views, copies, fills)
 LIBRARY_GEMM = policy.GEMM_OPS
