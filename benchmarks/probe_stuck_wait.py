@@ -3,7 +3,9 @@ never ends (the case `judge/clock.py`'s `_stuck` handles)? One variant per proce
 
     python benchmarks/probe_stuck_wait.py kill       # the runner is SIGKILLed
     python benchmarks/probe_stuck_wait.py rerecord   # the judge records "done" again on a stream of its own, then kills
-    python benchmarks/probe_stuck_wait.py both       # the judge's current code: kill, then record "done" itself
+    python benchmarks/probe_stuck_wait.py both       # kill, then record "done" itself
+    python benchmarks/probe_stuck_wait.py abandon    # kill, leave the stuck stream: does the rest of the judge's context
+                                                     # (its own streams, stream syncs, allocations, IPC, exit) still work?
 
 Prints, per step, whether the judge's end event completed and how long it took, and whether the judge's context
 still runs a kernel afterwards.
@@ -42,13 +44,27 @@ def poll(event: torch.cuda.Event, limit_s: float) -> float | None:
     return None
 
 
-def usable(limit_s: float = 10.0) -> str:
+def usable(limit_s: float = 10.0, device_wide: bool = True) -> str:
     box: dict[str, str] = {}
 
     def go() -> None:
         try:
             x = torch.ones(1 << 20, device="cuda")
-            torch.cuda.synchronize()
+            if device_wide:
+                torch.cuda.synchronize()
+            else:  # only what the judge's own streams hold: the default one, a fresh one, an event, an allocation
+                torch.cuda.current_stream().synchronize()
+                side = torch.cuda.Stream()
+                with torch.cuda.stream(side):
+                    y = torch.empty(1 << 24, device="cuda").fill_(2.0)
+                    ev = torch.cuda.Event(interprocess=True)
+                    ev.record()
+                ev.synchronize()
+                side.synchronize()
+                handle = y.untyped_storage()._share_cuda_()  # an IPC handle, as the judge's arenas make
+                del y
+                torch.cuda.empty_cache()
+                x = x + float(len(handle))
             box["r"] = f"ok ({float(x.sum()):.0f})"
         except Exception as e:  # noqa: BLE001
             box["r"] = f"error {type(e).__name__}: {e}"[:200]
@@ -83,7 +99,12 @@ def main(variant: str) -> None:
         with torch.cuda.stream(release):
             done.record()
         print("  re-recorded done (runner dead): end released after", poll(end, 5.0))
-    print("  judge context:", usable())
+    if variant == "abandon":
+        print("  judge's own streams, stream syncs, allocation, IPC:", usable(device_wide=False))
+        print("  again, 5 s later:", (time.sleep(5), usable(device_wide=False))[1])
+    print("  judge context (device-wide synchronize):", usable())
+    sys.stdout.flush()
+    print(f"  exiting at {time.time():.1f}")  # (the caller times the exit: a context with a stuck stream torn down)
     sys.stdout.flush()
     os._exit(0)
 

@@ -50,6 +50,7 @@ def cuda_home() -> str | None:
     return str(path.parent.parent)
 
 
+RUNNER_USER = "kernel-gym-runner"  # a runner's LOGNAME and USER
 # Names of variables that hold secrets (judge/client.py keeps them out of the judge too): never passed, whatever the
 # prefix (a CUDA_..._KEY or a TRITON_..._TOKEN would pass the allowlist).
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH", re.IGNORECASE)
@@ -64,7 +65,11 @@ def worker_environment(workdir: Path, device: str, gpu: int | None, pythonpath: 
     pythonpath = os.pathsep.join([pythonpath, inherited]) if inherited else pythonpath
     env.update(HOME=str(workdir), TMPDIR=str(workdir), PYTHONPATH=pythonpath, PYTHONDONTWRITEBYTECODE="1",
                PYTHONUNBUFFERED="1", PYTHONSAFEPATH="1", TRITON_CACHE_DIR=str(workdir / "triton"),
-               OMP_NUM_THREADS=env.get("OMP_NUM_THREADS", "1"))
+               OMP_NUM_THREADS=env.get("OMP_NUM_THREADS", "1"),
+               # a runner's uid of its own has no passwd entry: libraries that ask who runs them (getpass.getuser,
+               # torch's default cache folders) read these instead of failing (measured: Triton + torch.profiler under
+               # a dropped uid on an H100, KeyError 'getpwuid(): uid not found')
+               LOGNAME=RUNNER_USER, USER=RUNNER_USER)
     home = cuda_home()
     if home:
         env["CUDA_HOME"] = home

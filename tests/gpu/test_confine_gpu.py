@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pytest
 
+from kernel_gym.sandbox.limits import RUNNER_USER
+
 pytestmark = pytest.mark.gpu
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -117,7 +119,8 @@ def run_runner(shared, order: str, uid, events_before: bool) -> dict:
     try:
         pythonpath = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
         env = dict(os.environ, PYTHONPATH=pythonpath, HOME=str(workdir), TMPDIR=str(workdir),
-                   TRITON_CACHE_DIR=str(workdir / "triton"), PYTHONDONTWRITEBYTECODE="1")
+                   TRITON_CACHE_DIR=str(workdir / "triton"), PYTHONDONTWRITEBYTECODE="1",
+                   LOGNAME=RUNNER_USER, USER=RUNNER_USER)  # as a runner's (its uid has no passwd entry)
         cfg = {"workdir": str(workdir), "order": order, "uid": uid, "events_before": events_before}
         script = workdir / "runner.py"  # @triton.jit needs its source in a file
         script.write_text(RUNNER)

@@ -135,6 +135,18 @@ def test_a_runner_is_an_unprivileged_uid_of_its_own(two_slots, relu_code, runner
 
 @AS_ROOT
 @pytest.mark.timeout(300)
+def test_a_runner_without_a_passwd_entry_can_ask_who_it_is(two_slots, relu_code):
+    """A runner's uid of its own has no passwd entry; a library asking who runs it (getpass.getuser, torch's and
+    Triton's default folders) gets the runner's name, not KeyError('getpwuid(): uid not found') (seen on an H100)."""
+    code = relu_code(extra="import getpass, os\nWHO = getpass.getuser()\nHOME = os.path.expanduser('~')\n")
+    result = two_slots.evaluate(_job(code))
+    assert result.outcome is Outcome.CORRECT, result.message
+    if result.isolation.get("uid") == 0:
+        pytest.skip(f"runners keep root on this machine: {isolation.preflight()}")
+
+
+@AS_ROOT
+@pytest.mark.timeout(300)
 def test_what_is_in_force_for_a_runner_as_root(two_slots, solution):
     """The confinement campaign's list for runners as root (a VM, or a container with CAP_SYS_ADMIN; Python under
     /root): what `info["isolation"]` and `judge status` record. Pieces that need what this machine lacks are named
