@@ -83,6 +83,9 @@ for arg in "$@"; do
       timeout "$T" python3 benchmarks/bench_judge.py hang --repeats ${REPEATS:-3} --out "$OUT" ;;
     judge-noop)
       timeout "$T" python3 benchmarks/bench_judge.py noop --n 300 --out "$OUT" ;;
+    probe-stuck)  # #35: what releases a judge stream stuck on a dead runner's work (event: nothing; value: the judge)
+      for v in kill abandon; do timeout 60 python3 benchmarks/probe_stuck_wait.py $v; done
+      timeout "$T" python3 benchmarks/probe_wait_value.py release; timeout "$T" python3 benchmarks/probe_wait_value.py bias ;;
     probe-streams)  # what the profiler reports for the gate's marker kernels and a CuPy side stream
       timeout "$T" python3 benchmarks/probe_streams.py ;;
     probe-placement)  # does a kernel's runtime depend on where its buffers land? (plain do_bench, fresh buffers per trial)
