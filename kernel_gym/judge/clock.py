@@ -46,7 +46,7 @@ class ContextStuck(SandboxError):
     """The judge's own GPU work waits for something that will never happen: its GPU context is unusable."""
 
 
-RELEASE_S = 5.0  # how long a stuck end may take to be released once its runner is killed
+RELEASE_S = 1.0  # how long a stuck end may take to come in once its runner is killed
 
 
 def _finished(event: torch.cuda.Event, deadline: float) -> bool:
@@ -109,20 +109,19 @@ class CudaClock(_Clock):
         self._events: dict[int, tuple[torch.cuda.Event, ...]] = {}
         self.misses = 0  # readings retaken because the gate ran out before everything was queued
         self._ends = torch.cuda.Stream(device)  # where the end of a timed call waits for the runner's "done"
-        self._release = torch.cuda.Stream(device)
 
-    def _stuck(self, runner: Any, done: torch.cuda.Event, end: torch.cuda.Event) -> None:
-        """The call's work did not end by its deadline: the runner is killed (its kernels end with its context),
-        the judge records "done" itself so that the end's wait is released, and the call is a timeout. If even that
-        does not release it, the judge's GPU context is unusable: an infrastructure failure, said so."""
+    def _stuck(self, runner: Any, end: torch.cuda.Event) -> None:
+        """The call's work did not end by its deadline: the runner is killed and the call is a timeout. Measured on
+        an H100 (benchmarks/probe_stuck_wait.py, RESULTS.md): once the runner's context is gone its "done" never
+        completes, nothing the judge records releases the wait, and the judge's whole GPU context hangs on it; so,
+        unless the end came in after all, the context is lost (`ContextStuck`: this job's verdict is a timeout, and
+        the shared judge exits for a fresh one)."""
         from kernel_gym.judge.runners import RunnerFailure
 
         runner.kill()
-        with torch.cuda.stream(self._release):
-            done.record()
         if not _finished(end, time.monotonic() + RELEASE_S):
-            raise ContextStuck("the judge's timing stream still waits for a killed runner's work: the judge's GPU "
-                               "context must be restarted (an infrastructure failure, not the solution's)")
+            raise ContextStuck("a timed call's work never ended, and the judge's stream waiting for it cannot be "
+                               "released: the judge's GPU context is lost")
         raise RunnerFailure("timeout", "call")
 
     def bind(self, runner: Any, deadline: float) -> None:
@@ -164,7 +163,7 @@ class CudaClock(_Clock):
         self._ends.wait_event(done)
         end.record(self._ends)
         if not _finished(end, max(deadline, time.monotonic() + 0.5)):  # (a compile segment moved the request's)
-            self._stuck(runner, done, end)
+            self._stuck(runner, end)
         t1 = _perf_counter()
         if gate_ms:  # the next gate covers the recent leads of both sides with room to spare
             self._leads.append(lead)

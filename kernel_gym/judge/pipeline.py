@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 from kernel_gym.eval.result import EvalResult, Outcome, Timing
 from kernel_gym.judge import measure, models, outcome
+from kernel_gym.judge.clock import ContextStuck
 from kernel_gym.judge.dynamic import Hack, Stop, run_stage
 from kernel_gym.judge.dynamic.context import Built, Context
 from kernel_gym.judge.gpu_lock import SharedHold, cpu_lock, device_lock
@@ -28,6 +29,9 @@ def execute(jr: JudgeRun) -> EvalResult:
         return outcome.result(jr, stop.outcome, stop.message, **stop.fields)
     except RunnerFailure as failure:
         return outcome.runner_failure(jr, failure)
+    except ContextStuck:  # a timed call's work never ended: this job's timeout, and the judge's context is lost
+        jr.context_stuck = True
+        return outcome.runner_failure(jr, RunnerFailure("timeout", "call"))
     return outcome.result(jr, Outcome.CORRECT, "", timing=timing)
 
 

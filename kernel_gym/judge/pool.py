@@ -241,7 +241,10 @@ class WorkerPool:
         if replaced and result.outcome not in (Outcome.CORRECT, Outcome.MISMATCH):
             result = result.replace(worker_recycled=True)  # this job's doing: say so
         result = result.replace(isolation=isolation.for_job(cand, ref))  # what confined its runners
-        if result.outcome in (Outcome.TIMEOUT, Outcome.CRASH, Outcome.OOM):  # a runner died or was killed
+        if run.context_stuck:  # its verdict stands (a timeout); no later job can use this process's GPU context
+            self.gpu_fault, self.context_stuck = "a timed call's wait never ended: the judge's GPU context is stuck", True
+            log.critical("judge: %s (the shared judge exits so that its clients start another)", self.gpu_fault)
+        elif result.outcome in (Outcome.TIMEOUT, Outcome.CRASH, Outcome.OOM):  # a runner died or was killed
             self.gpu_fault = gpu_fault(self.device)
             if self.gpu_fault is not None:
                 log.error("the GPU is not usable after a job's runner ended: %s", self.gpu_fault)

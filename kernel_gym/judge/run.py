@@ -51,6 +51,7 @@ class JudgeRun:
         self.compiled = False
         self.stage = "compile"
         self.recycle = False  # the candidate's runner must not serve another job
+        self.context_stuck = False  # a timed call's wait never ended: the judge's GPU context is lost (clock.py)
         self.calls_without_launch = 0
         self.ungated: list[str] = []
         self.own_names: set[str] = set()  # the candidate's kernel names (its runner's evidence, for the profiler)

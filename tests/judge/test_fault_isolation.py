@@ -370,3 +370,32 @@ def test_a_job_ended_from_outside_is_no_verdict(pool, relu_code):
     assert time.monotonic() - t0 < 10
     assert result.outcome is Outcome.CRASH and result.infra_failure, result
     assert "the watchdog" in result.message
+
+
+@pytest.mark.timeout(300)
+def test_a_lost_gpu_context_is_the_jobs_timeout_and_the_pools_end(monkeypatch, solution):
+    """A timed call whose work never ends leaves the judge's GPU context waiting forever (measured on an H100:
+    nothing releases it). That job's verdict is a timeout (its doing), not an infrastructure failure retried on
+    the next judge; the pool says its GPU is unusable and refuses later jobs at once instead of hanging on them (the
+    shared judge exits after sending the verdict). The lost context is simulated on cpu at the clock's raise."""
+    from kernel_gym.errors import SandboxError
+    from kernel_gym.judge import measure
+    from kernel_gym.judge.clock import ContextStuck
+    from kernel_gym.judge.pool import WorkerPool
+
+    def stuck(jr, ctx, gate):
+        raise ContextStuck("a timed call's work never ended")
+
+    monkeypatch.setattr(measure, "measure", stuck)
+    pool = WorkerPool("cpu", size=1)
+    try:
+        result = pool.evaluate(make_job(solution("level1/relu")))
+        assert result.outcome is Outcome.TIMEOUT and not result.infra_failure, (result.outcome, result.message)
+        assert "for one call" in result.message and result.worker_recycled, result.message
+        assert pool.context_stuck and "GPU context" in pool.gpu_fault
+        t0 = time.monotonic()
+        with pytest.raises(SandboxError, match="not usable"):
+            pool.evaluate(make_job(solution("level1/relu")))
+        assert time.monotonic() - t0 < 5
+    finally:
+        pool.close()
