@@ -51,7 +51,7 @@ def _eval(args: argparse.Namespace) -> int:
     if not text.strip():
         raise UsageError(f"the solution file {solution} is empty: it should define ModelNew (see README.md)")
     env = gym.make("KernelRefine-v0", task=args.task, backend=args.backend, device=args.device, checks=args.checks,
-                   max_turns=1)  # a bad task, device or preset raises here: one line, exit 2 (main)
+                   precision=args.precision, max_turns=1)  # a bad task, device or preset raises here: one line, exit 2 (main)
     try:
         env.reset(seed=args.seed)
         response = text if "```" in text else f"```python\n{text}\n```\n"
@@ -120,6 +120,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="auto: cuda when a GPU is visible, else cpu (the CPU backend)")
     ev.add_argument("--checks", default="standard",
                     help="anti-hack preset: strict, kevin-strict, standard, permissive or none")
+    ev.add_argument("--precision", default=None, choices=("fp32", "fp16", "bf16"),
+                    help="cast the task's floating inputs and both models to this precision (KernelBench's option); "
+                         "default: the task's own")
     ev.add_argument("--seed", type=int, default=0, help="seed of the episode (input and trial seeds)")
     ev.add_argument("--json", action="store_true", help="print the step's info as one JSON object")
     sm = sub.add_parser("samples", help="trajectory logs -> one training sample per turn (JSONL)",

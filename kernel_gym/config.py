@@ -56,6 +56,9 @@ class EnvConfig:
     """Budget of each earlier turn's reasoning summary."""
     correctness_trials: int = 3
     """Fresh-input correctness trials per step."""
+    precision: str | None = None
+    """"fp32", "fp16" or "bf16": the task's floating inputs and Model's (and ModelNew's) parameters cast to it, as
+    KernelBench's `precision` option; tolerances, the error budget and the prompt follow. None: the task's own."""
     error_budget_k: float = 8.0
     """Correct means as accurate as the reference: each output's error against a float64 oracle at most k times the
     reference's own fp32 error plus a floor (docs/evaluation.md, "Correctness"). Smaller is stricter."""
@@ -100,6 +103,9 @@ class EnvConfig:
             raise ConfigError(f"reward_mode must be 'score' or 'return', got {self.reward_mode!r}")
         from kernel_gym.checks import get_preset
         from kernel_gym.rewards import get_score
+        from kernel_gym.tasks.precision import dtype_of
+
+        dtype_of(self.precision)
 
         get_preset(self.checks)
         get_score(self.score)

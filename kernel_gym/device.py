@@ -40,6 +40,17 @@ BLIND_SPOTS = {
 }
 
 
-def blind_spots(device: str) -> list[str]:
-    """What the judge on `device` cannot see (empty where nothing is known)."""
-    return list(BLIND_SPOTS.get(device, ()))
+# Measured with triton 3.8 under TRITON_INTERPRET=1: the interpreter keeps bfloat16 as raw uint16 (numpy has no
+# bfloat16) and computes on those bits (x * y, tl.dot of bf16 tiles: errors of 1e10 and more); a value cast to fp32
+# first computes right, and fp16 runs correctly throughout.
+CPU_BF16 = ("bf16 arithmetic under Triton's CPU interpreter runs on the raw bits (numpy has no bfloat16): a kernel "
+            "that computes in bf16 (tl.dot of bf16 tiles included) reads as a mismatch on cpu; only work cast to "
+            "fp32 first is right. fp16 runs correctly on cpu; judge bf16 kernels on a GPU")
+
+
+def blind_spots(device: str, dtype: str | None = None) -> list[str]:
+    """What the judge on `device` cannot see, for a job of `dtype` (empty where nothing is known)."""
+    spots = list(BLIND_SPOTS.get(device, ()))
+    if device == "cpu" and dtype == "bfloat16":
+        spots.append(CPU_BF16)
+    return spots

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,7 +12,7 @@ import gymnasium as gym
 
 from kernel_gym.actions import ParsedAction, parse_action
 from kernel_gym.config import EnvConfig, make_config
-from kernel_gym.device import blind_spots, local_device
+from kernel_gym.device import CPU_BF16, blind_spots, local_device
 from kernel_gym.errors import ConfigError, EpisodeEndedError
 from kernel_gym.eval.evaluator import Evaluator, evaluate_job
 from kernel_gym.eval.job import EvalConfig, EvalJob, job_for, task_tolerance
@@ -39,6 +40,7 @@ from kernel_gym.rewards import (
 )
 from kernel_gym.spaces import FreeText
 from kernel_gym.tasks import Task, list_tasks, load_task
+from kernel_gym.tasks.precision import at_precision, dtype_of
 from kernel_gym.trajectory import TrajectoryLog
 
 SCORING_TEXT = {
@@ -138,6 +140,8 @@ class KernelRefineEnv(gym.Env):
         if evaluator is None or isinstance(evaluator, LocalEvaluator) or device == "auto":
             device = local_device(device)  # workers on this machine: "cuda" without a GPU is refused now, in one line
         self.device = device
+        if device == "cpu" and dtype_of(self.config.precision) == "bfloat16":  # said once, at make
+            warnings.warn(f"precision='bf16' on cpu: {CPU_BF16}", UserWarning, stacklevel=2)
         self.score_fn = get_score(self.config.score)
         self.summarizer = make_summarizer(summarizer, self.config.summary_chars)
         self._owns_evaluator = evaluator is None
@@ -159,7 +163,7 @@ class KernelRefineEnv(gym.Env):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)
         options = options or {}
-        self.task = load_task(options.get("task") or self._pick_task())
+        self.task = at_precision(load_task(options.get("task") or self._pick_task()), self.config.precision)
         self.turns, self._done = [], False
         self.episode_id = uuid.uuid4().hex
         atol, rtol = self._tolerance()
@@ -293,7 +297,7 @@ class KernelRefineEnv(gym.Env):
                                                      "resolution_ms": r.timing.resolution_ms},
             "episode_id": self.episode_id, "device": self.device, "worker_recycled": r.worker_recycled,
             "infra_failure": r.infra_failure, "correctness": r.correctness, "isolation": dict(r.isolation),
-            "blind_spots": blind_spots(self.device),
+            "blind_spots": blind_spots(self.device, self.task.dtype),
             **turn.reward_info,
         }
         if truncated:

@@ -9,7 +9,8 @@ from kernel_gym.eval.result import EvalResult, Outcome
 
 # Not a value of either config's default: each field below is seen to travel, not to fall back to EvalConfig's own.
 CHANGED = {"checks": "strict", "correctness_trials": 5, "error_budget_k": 3.0, "timing_trials": 4,
-           "timing_max_trials": 9, "launch_gate": False, "compile_timeout_s": 11.0, "run_timeout_s": 7.0}
+           "timing_max_trials": 9, "launch_gate": False, "compile_timeout_s": 11.0, "run_timeout_s": 7.0,
+           "precision": "bf16"}
 
 
 def test_the_carried_fields_are_the_ones_both_configs_name():

@@ -46,6 +46,9 @@ class EvalConfig:
     error_budget_k: float = 8.0
     """Correctness as an error budget (kernel_gym.judge.oracle): each output's error against a float64 oracle may be
     at most k times the reference's own fp32 error plus a floor (4e-5 for float32). Smaller is stricter."""
+    precision: str | None = None
+    """"fp32", "fp16" or "bf16" (KernelBench's option): the task's floating inputs, init inputs and both models'
+    parameters cast to it in the judge and the runners; the job's dtype is then that precision's. None: the task's."""
     oracle: bool = True
     """Judge by the float64 oracle where the task's Model runs in float64; False: the fixed atol/rtol rule."""
     oracle_max_s: float = 10.0
@@ -134,9 +137,11 @@ class EvalJob:
         if self.task_source and None not in (self.sizes, self.dtype, self.allow_precision):
             return  # fully given (as job_for and from_dict do): nothing to read
         from kernel_gym.tasks import load_task
+        from kernel_gym.tasks.precision import at_precision
         from kernel_gym.tasks.task import parse_task
 
         task = parse_task(self.task_id, self.task_source) if self.task_source else load_task(self.task_id)
+        task = at_precision(task, self.config.precision)
         object.__setattr__(self, "task_source", task.source)
         if self.sizes is None:
             object.__setattr__(self, "sizes", task.sizes_for(self.config.device))
@@ -171,7 +176,11 @@ def task_tolerance(task: Any) -> tuple[float, float] | None:
 
 def job_for(task: Any, code: str, *, backend: str, config: EvalConfig, size: str = "auto") -> EvalJob:
     """The job for `code` answering a `kernel_gym.tasks.Task`: its sizes for the config's device (`size` as in
-    `gym.make(size=...)`), its second shape, dtype, precision contract and own tolerance."""
+    `gym.make(size=...)`), its second shape, dtype (the config's precision's, when it sets one), precision contract
+    and own tolerance."""
+    from kernel_gym.tasks.precision import at_precision
+
+    task = at_precision(task, config.precision)
     tolerance = task_tolerance(task)
     return EvalJob(task_id=task.id, task_source=task.source, code=code, backend=backend,
                    sizes=task.sizes_for(config.device, size),

@@ -10,7 +10,7 @@ from typing import Any
 def build_reference(jr: Any, name: str, module: str, cls: str, init: list[Any], task_module: Any = None) -> None:
     """Build a reference-side model and learn its outputs' structure from one call."""
     reply = jr.ref.runner.request("build", deadline=jr.limits.setup_deadline(), stage=jr.stage, name=name,
-                                  module=module, cls=cls, init=init, seed=jr.cfg.seed)
+                                  module=module, cls=cls, init=init, seed=jr.cfg.seed, dtype=jr.cast)
     if "error" in reply:
         jr.fail(reply["error"], jr.ref)
     probe = jr.call(jr.ref, name, jr.inputs(jr.seed("probe"), task_module), slot="in" if name != "alt" else "in_alt")
@@ -28,7 +28,7 @@ def build_models(jr: Any, name: str, module: Any, sizes: dict[str, Any]) -> dict
             jr.fail(reply["error"], jr.ref)
     build_reference(jr, name, name, "Model", init, module)
     reply = jr.cand.runner.request("build", deadline=jr.limits.setup_deadline(), stage=jr.stage, name=name,
-                                   module="main", cls="ModelNew", init=init, seed=jr.cfg.seed)
+                                   module="main", cls="ModelNew", init=init, seed=jr.cfg.seed, dtype=jr.cast)
     if "error" in reply:
         jr.fail(reply["error"], jr.cand)
     return reply

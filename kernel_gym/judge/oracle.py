@@ -90,7 +90,8 @@ class Oracle:
         name = ORACLE + model
         init = jr.init_inputs(module)
         reply = jr.ref.runner.request("build", deadline=self._deadline(), stage=jr.stage, name=name, module=model,
-                                      cls="Model", init=init, seed=jr.cfg.seed, dtype="float64")
+                                      cls="Model", init=init, seed=jr.cfg.seed, dtype="float64",
+                                      through=jr.cast)
         if "error" in reply:
             return self._unavailable(model, "the task's Model does not build in float64: "
                                      + str(reply["error"].get("message", ""))[:200])

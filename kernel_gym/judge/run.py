@@ -32,6 +32,7 @@ from kernel_gym.judge.runners import RunnerProcess
 from kernel_gym.judge.sides import Call, Side
 from kernel_gym.sandbox.shared import Arena, Spec
 from kernel_gym.tasks import loading
+from kernel_gym.tasks.precision import dtype_of
 
 
 class JudgeRun:
@@ -65,8 +66,9 @@ class JudgeRun:
                 runner.budget = self.budget
         self.module = loading.load_reference(job.task_source, job.sizes)  # trusted task code: inputs, init args
         # a fresh 128-bit key per job (judge/seeds.py); 0: the public, reproducible formula
+        self.cast = dtype_of(self.cfg.precision)  # the job's precision: inputs and both models cast to it
         self.secret = SecretInputs(self.module, self.cfg.seed,
-                                   secrets.token_bytes(16) if self.cfg.secret_seeds else 0, self.device)
+                                   secrets.token_bytes(16) if self.cfg.secret_seeds else 0, self.device, self.cast)
         self.out_specs: dict[str, tuple[list[Spec], list[Any]]] = {}  # model key -> (tensor specs, value outputs)
         self.clock: Any = None
         self.oracle = Oracle(self)  # the float64 oracle and the error budget (judge/oracle.py)

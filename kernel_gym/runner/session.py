@@ -32,6 +32,7 @@ from kernel_gym.sandbox.shared import Attached, dtype_name
 from kernel_gym.tasks import loading
 
 PROBE = bool(os.environ.get("KERNEL_GYM_RUNNER_PROBE"))  # benchmarks only: see Session.probe
+_CASTS = ("float64", "float32", "float16", "bfloat16")  # the precisions a model may be cast to
 
 
 class Session:
@@ -122,16 +123,20 @@ class Session:
         return {"threads_started": len(started), "harness": self.snapshot.changes()}
 
     def build(self, name: str, module: str, cls: str, init: list[Any], seed: int,
-              dtype: str | None = None) -> dict[str, Any]:
+              dtype: str | None = None, through: str | None = None) -> dict[str, Any]:
         """Construct `cls` of a loaded module right after seeding (KernelBench's convention: Model and ModelNew get
-        the same weights). `dtype="float64"`: then cast to float64 (the judge's oracle, judge/oracle.py)."""
+        the same weights), then cast to `dtype` (the job's precision), or, for the judge's float64 oracle
+        (judge/oracle.py), to `through` (the precision: the weights rounded as the reference's are) and float64."""
         threads = set(threading.enumerate())
         torch.manual_seed(seed)
         model = getattr(self.modules[module], cls)(*init)
         if not isinstance(model, torch.nn.Module):
             raise Refusal("runtime_error", f"{cls} must be a torch.nn.Module subclass")
-        if dtype == "float64":
-            model = model.double()
+        for step in (through, dtype):
+            if step is not None:
+                if step not in _CASTS:
+                    raise Refusal("runtime_error", f"no such precision {step!r}")
+                model = model.to(getattr(torch, step))
         self.models[name] = model.to(self.device).eval()
         started = [t for t in threading.enumerate() if t not in threads and t.is_alive()]
         return {"threads_started": len(started), "harness": self.snapshot.changes()}

@@ -1,0 +1,54 @@
+"""A task at a precision (KernelBench's `precision` option): its floating inputs and Model's parameters cast to
+fp32, fp16 or bf16, and everything that follows the task's dtype (the prompt, tolerances, the error budget's floor,
+the static `precision` rule) following the cast instead.
+
+    >>> at_precision(load_task("level1/matmul"), "bf16").dtype
+    'bfloat16'
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from kernel_gym.errors import ConfigError
+
+PRECISIONS = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
+FLOATING = ("float32", "float16", "bfloat16")
+
+
+def dtype_of(precision: str | None) -> str | None:
+    """The torch dtype name of a precision ("bf16" -> "bfloat16"); None for None (the task's own)."""
+    if precision is None:
+        return None
+    if precision not in PRECISIONS:
+        raise ConfigError(f"unknown precision {precision!r}: use one of {', '.join(PRECISIONS)} (or None: the "
+                          "task's own)")
+    return PRECISIONS[precision]
+
+
+def supported(task: Any) -> tuple[str, ...]:
+    """The precisions a task runs at: its KERNEL_GYM["precisions"] when it lists them, else every one for a floating
+    task written in PyTorch, and only its own for a C task (its C function's pointer types are fixed)."""
+    listed = task.metadata.get("precisions")
+    if listed:
+        return tuple(str(p) for p in listed)
+    native = next((p for p, d in PRECISIONS.items() if d == task.metadata.get("native_dtype", task.dtype)), None)
+    if "c_source" in task.metadata or native is None:
+        return (native,) if native else ()
+    return tuple(PRECISIONS)
+
+
+def at_precision(task: Any, precision: str | None) -> Any:
+    """The task as it runs at `precision`: its dtype that precision's, its native dtype kept in
+    metadata["native_dtype"], and its own atol/rtol (set for its native dtype) dropped for the dtype's defaults. The
+    same task for None or its own precision."""
+    dtype = dtype_of(precision)
+    if dtype is None or dtype == task.dtype:
+        return task
+    if precision not in supported(task):
+        raise ConfigError(f"task {task.id} does not run at {precision} (it runs at: "
+                          f"{', '.join(supported(task)) or 'its own dtype ' + task.dtype})")
+    meta = {k: v for k, v in task.metadata.items() if k not in ("atol", "rtol")}
+    meta.update(dtype=dtype, native_dtype=task.dtype, precision=precision)
+    return replace(task, metadata=meta)
