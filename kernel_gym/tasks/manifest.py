@@ -21,6 +21,7 @@ from typing import Any
 MANIFEST_VERSION = 1
 SPLIT_SALT = "kernel-gym/split/v1:"
 EVAL_MODULUS = 5  # 1 in 5 tasks is "eval"
+_PRECISION_KEYS = ("precisions", "precision_rel_l2", "precision_cpu_missing")  # kernel_gym/tasks/precisions.py
 _MEASURED_KEYS = ("baseline_ms", "baseline_ms_source", "baseline_alt_ms", "measured_on", "measured_with", "baseline_of")
 
 
@@ -91,6 +92,8 @@ def build_manifest(previous: dict[str, Any] | None = None) -> dict[str, Any]:
         prev = old.get(tid, {})
         if prev.get("baseline_ms_source") == "measured" and prev.get("source_sha256") == entry["source_sha256"]:
             entry.update({k: prev[k] for k in _MEASURED_KEYS if k in prev})
+        if prev.get("source_sha256") == entry["source_sha256"]:  # the precisions measured for this source
+            entry.update({k: prev[k] for k in _PRECISION_KEYS if k in prev})
         tasks[tid] = entry
     return {
         "version": MANIFEST_VERSION,

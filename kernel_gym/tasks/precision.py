@@ -27,16 +27,26 @@ def dtype_of(precision: str | None) -> str | None:
     return PRECISIONS[precision]
 
 
-def supported(task: Any) -> tuple[str, ...]:
-    """The precisions a task runs at: its KERNEL_GYM["precisions"] when it lists them, else every one for a floating
-    task written in PyTorch, and only its own for a C task (its C function's pointer types are fixed)."""
-    listed = task.metadata.get("precisions")
-    if listed:
-        return tuple(str(p) for p in listed)
+def possible(task: Any) -> tuple[str, ...]:
+    """The precisions a task could run at: every one for a floating task written in PyTorch, only its own for a C
+    task (its C function's pointer types are fixed) or a task that is not floating."""
     native = next((p for p, d in PRECISIONS.items() if d == task.metadata.get("native_dtype", task.dtype)), None)
     if "c_source" in task.metadata or native is None:
         return (native,) if native else ()
     return tuple(PRECISIONS)
+
+
+def supported(task: Any) -> tuple[str, ...]:
+    """The precisions a task runs at: its KERNEL_GYM["precisions"] when it lists them; for a built-in task the
+    manifest's, measured (`python -m kernel_gym.tasks.precisions`: its reference stays finite and close to float64
+    there); else every possible one."""
+    listed = task.metadata.get("precisions")
+    if listed:
+        return tuple(str(p) for p in listed)
+    from kernel_gym.tasks.manifest import read_manifest
+
+    measured = read_manifest().get("tasks", {}).get(task.id, {}).get("precisions")
+    return tuple(measured) if measured else possible(task)
 
 
 def at_precision(task: Any, precision: str | None) -> Any:

@@ -116,3 +116,5 @@ def test_rebuilding_the_manifest_keeps_measured_baselines_of_unchanged_tasks():
     rebuilt = build_manifest(previous)["tasks"]
     assert rebuilt["level1/relu"]["baseline_ms"] == 0.3 and rebuilt["level1/relu"]["measured_on"] == "H200"
     assert rebuilt["level1/tanh"]["baseline_ms_source"] == "estimate", "a changed task loses its old measurement"
+    assert rebuilt["level1/relu"]["precisions"] == MANIFEST["tasks"]["level1/relu"]["precisions"]  # measured, kept
+    assert "precisions" not in rebuilt["level1/tanh"]
