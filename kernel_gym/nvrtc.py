@@ -43,6 +43,9 @@ def _include_dirs() -> list[str]:
             dirs += [str(p) for p in sorted(Path(root).glob("cu*/include")) if (p / "cuda_fp16.h").exists()]
     except ImportError:
         pass
+    from kernel_gym.harness import cutlass
+
+    dirs += cutlass.include_dirs()  # CUTLASS/CuTe headers, when the package is installed
     home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"
     if (Path(home) / "include" / "cuda_fp16.h").exists():
         dirs.append(str(Path(home) / "include"))

@@ -133,7 +133,10 @@ def nvcc_check(cuda_source: str, *, arch: str = "sm_90", timeout_s: float = 300.
     if nvcc is None:
         return True, "nvcc not found: the CUDA source was not compile-checked"
     # (the version tag: no result of an unconfined check, whose log may quote the judge's files, is served again)
-    key = hashlib.sha256(f"confined-1\0{arch}\0{cuda_source}".encode()).hexdigest()
+    from kernel_gym.harness import cutlass
+
+    extra = [*[f"-I{d}" for d in cutlass.include_dirs()], *cutlass.NVCC_FLAGS] if cutlass.uses(cuda_source) else []
+    key = hashlib.sha256(f"confined-1\0{arch}\0{extra}\0{cuda_source}".encode()).hexdigest()
     cached = _cache_dir() / f"{key}.json"
     if cached.exists():
         d = json.loads(cached.read_text())
@@ -144,7 +147,7 @@ def nvcc_check(cuda_source: str, *, arch: str = "sm_90", timeout_s: float = 300.
     src.write_text(cuda_source)
     cmd = [str(Path(nvcc).resolve()), "-cubin", f"-arch={arch}", "-std=c++20", "-o", str(workdir / "check.cubin"),
            str(src), "-I" + sysconfig.get_paths()["include"], "-DTORCH_EXTENSION_NAME=check", "-w"]
-    cmd += [f"-I{p}" for p in include_paths()]
+    cmd += [f"-I{p}" for p in include_paths()] + extra
     t0 = time.perf_counter()
     try:
         run = toolchain.run(cmd, workdir, timeout_s)

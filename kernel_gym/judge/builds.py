@@ -125,7 +125,21 @@ def normalize(name: Any, params: Any) -> tuple[str, dict[str, Any]]:
         if not isinstance(value, bool):
             raise BuildRefused(f"load_inline's {key} must be True or False")
         out[key] = value
-    return name, out
+    return name, with_cutlass(out)
+
+
+def with_cutlass(params: dict[str, Any]) -> dict[str, Any]:
+    """A source that includes CUTLASS/CuTe headers builds with the installed package's include folders and the flag
+    CUTLASS needs (harness/cutlass.py); the judge adds them after checking the solution's own flags."""
+    from kernel_gym.harness import cutlass
+
+    if not cutlass.uses(*[t for key in _SOURCES for t in params.get(key, ())]) or not cutlass.include_dirs():
+        return params
+    out = dict(params)
+    out["extra_include_paths"] = [*params.get("extra_include_paths", ()), *cutlass.include_dirs()]
+    cuda_flags = list(params.get("extra_cuda_cflags", ()))
+    out["extra_cuda_cflags"] = cuda_flags + [f for f in cutlass.NVCC_FLAGS if f not in cuda_flags]
+    return out
 
 
 def toolchain(device: str) -> dict[str, str]:
