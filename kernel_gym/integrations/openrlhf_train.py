@@ -110,7 +110,11 @@ def runtime_env() -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> None:
+    from kernel_gym.commands.doctor import require
+
     argv = list(sys.argv[1:] if argv is None else argv)
+    if "--help" not in argv and "-h" not in argv:  # before Ray starts: what is missing, in one line (kernel-gym doctor)
+        require(["ray", "openrlhf", "vllm"], "OpenRLHF training")
     os.environ.setdefault(ENV_MODE, "turns")
     os.environ[ENV_FLATTEN] = "1"
     install()

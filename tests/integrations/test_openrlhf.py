@@ -492,6 +492,9 @@ def test_launcher_main_runs_openrlhfs_cli_with_the_patch(monkeypatch):
         monkeypatch.setenv(name, "recorded")
     monkeypatch.delenv(adapter.ENV_MODE)
     monkeypatch.setattr(launcher, "install", lambda: calls.setdefault("installed", True))
+    from kernel_gym.commands import doctor
+
+    monkeypatch.setitem(doctor.CHECKS, "vllm", lambda: doctor.Item("vllm", True, "vllm (simulated)", ""))
     monkeypatch.setattr(ray, "is_initialized", lambda: False)
     monkeypatch.setattr(ray, "init", lambda **kwargs: calls.setdefault("ray_init", kwargs))
     monkeypatch.setattr(launcher.runpy, "run_module",

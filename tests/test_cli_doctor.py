@@ -1,0 +1,57 @@
+"""`kernel-gym doctor`: what this machine can run, on one screen, and `require` for launchers to fail fast."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from kernel_gym.commands import doctor
+from kernel_gym.errors import ConfigError
+
+
+def test_doctor_says_what_this_machine_has():
+    out = subprocess.run([sys.executable, "-m", "kernel_gym.cli", "doctor", "--json"], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert set(report) == set(doctor.CHECKS)
+    assert all(set(item) == {"name", "ok", "detail", "needed_for"} for item in report.values())
+    assert report["triton"]["ok"] and report["triton"]["detail"].startswith("triton ")
+    import torch
+
+    assert report["gpu"]["ok"] == torch.cuda.is_available()
+    assert "uid" in report["isolation"]["detail"] or "runners would run" in report["isolation"]["detail"]
+    text = subprocess.run([sys.executable, "-m", "kernel_gym.cli", "doctor", "--only", "triton", "gpu"],
+                          capture_output=True, text=True, timeout=120).stdout.splitlines()
+    assert len(text) == 2 and text[0].split()[1] == "triton"
+
+
+def test_a_launcher_fails_fast_with_what_is_missing(monkeypatch):
+    monkeypatch.setitem(doctor.CHECKS, "vllm", lambda: doctor.Item("vllm", False, "vllm not installed", "training"))
+    with pytest.raises(ConfigError, match=r"OpenRLHF training needs: vllm \(vllm not installed\)"):
+        doctor.require(["triton", "vllm"], "OpenRLHF training")
+    doctor.require(["triton"], "a CPU episode")  # all there: nothing raised
+
+
+def test_a_check_that_fails_is_said_not_raised(monkeypatch):
+    def broken():
+        raise RuntimeError("driver mismatch")
+
+    monkeypatch.setitem(doctor.CHECKS, "gpu", broken)
+    (item,) = doctor.diagnose(["gpu"])
+    assert not item.ok and "driver mismatch" in item.detail
+
+
+def test_the_openrlhf_launcher_stops_before_ray_when_vllm_is_missing(monkeypatch):
+    """Before: Ray started, then OpenRLHF failed on the missing vLLM; now one line, nothing started."""
+    from kernel_gym.integrations import openrlhf_train
+
+    monkeypatch.setitem(doctor.CHECKS, "vllm", lambda: doctor.Item("vllm", False, "vllm not installed", "training"))
+    started = []
+    monkeypatch.setattr(openrlhf_train, "install", lambda: started.append("patch"))
+    with pytest.raises(ConfigError, match="OpenRLHF training needs: vllm"):
+        openrlhf_train.main(["--rollout.n_samples_per_prompt", "4"])
+    assert not started
