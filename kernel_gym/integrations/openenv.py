@@ -35,6 +35,7 @@ from openenv.core.env_server.interfaces import Environment
 from openenv.core.env_server.types import Action, EnvironmentMetadata, Observation, State
 from pydantic import Field
 
+from kernel_gym.errors import ConfigError, TaskFormatError, UnknownNameError
 from kernel_gym.rewards import aggregate
 
 logger = logging.getLogger(__name__)
@@ -139,9 +140,39 @@ def create_openenv_app(*, env_kwargs: dict[str, Any] | None = None, evaluator: A
     functools.update_wrapper(factory, KernelGymEnvironment)  # openenv names the factory in its errors
     app = create_app(factory, KernelAction, KernelObservation, env_name=ENV_NAME,
                      max_concurrent_envs=max_concurrent_envs)
+    for client_error in (UnknownNameError, ConfigError, TaskFormatError):  # an unknown task, a bad setting or task
+        app.add_exception_handler(client_error, _bad_request)  # file: the client's to fix (not a 500)
+    app.add_middleware(_QuietClose)
     if token:
         app.add_middleware(_BearerToken, token=token)
     return app
+
+
+class _QuietClose:
+    """openenv-core 0.3.0 closes a WebSocket whose client has already closed it, and starlette raises
+    WebSocketDisconnect from that close: an ASGI traceback in the server's log at every normal end of a session.
+    A disconnect raised out of a WebSocket session is its normal end here."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "websocket":
+            await self.app(scope, receive, send)
+            return
+        from starlette.websockets import WebSocketDisconnect
+
+        try:
+            await self.app(scope, receive, send)
+        except WebSocketDisconnect:
+            logger.debug("kernel-gym openenv: a WebSocket session ended by its client")
+
+
+async def _bad_request(request: Any, exc: Exception):
+    from fastapi.responses import JSONResponse
+
+    detail = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)  # (KeyError's str() quotes it)
+    return JSONResponse(status_code=400, content={"error": type(exc).__name__, "detail": str(detail)})
 
 
 class _BearerToken:

@@ -9,12 +9,14 @@ only that runner is replaced.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import queue
 import tempfile
 import threading
 import time
+import weakref
 from pathlib import Path
 
 from kernel_gym.errors import SandboxError
@@ -76,6 +78,15 @@ def _release_judge_memory(device: str) -> None:
         torch.cuda.empty_cache()  # what the jobs' buffers held goes back to the driver for the others
 
 
+_OPEN: weakref.WeakSet = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_pools() -> None:
+    for pool in list(_OPEN):
+        pool.close()
+
+
 class WorkerPool:
     """`size` judge slots on one device; `evaluate` blocks until a slot is free. Thread-safe. (The name is kept from
     the single-process sandbox this replaced: every user of a pool keeps working.)"""
@@ -91,6 +102,7 @@ class WorkerPool:
         self._idle: queue.Queue[Slot] = queue.Queue()
         self._all: list[Slot] = []
         self._closed = False
+        _OPEN.add(self)  # closed at exit if its owner never did (no traceback from a half torn-down interpreter)
         self._count_lock = threading.Lock()
         self._turn = threading.Condition(self._count_lock)  # a job that must run alone waits for the others here
         self._running = self._started = 0  # jobs running now; jobs started so far (was a job ever alone?)

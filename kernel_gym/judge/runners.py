@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
@@ -340,6 +341,4 @@ class RunnerProcess:
         except Exception:  # noqa: BLE001 - TimeoutExpired; at interpreter exit the subprocess module may be gone
             pass
         self.channel.close()
-        import shutil
-
         shutil.rmtree(self.root, ignore_errors=True)

@@ -80,3 +80,22 @@ def test_local_evaluator_lives_with_the_judge_and_its_old_path_warns():
     with pytest.warns(DeprecationWarning):
         assert old.evaluate_many is local.evaluate_many
     assert kernel_gym.LocalEvaluator is local.LocalEvaluator and kernel_gym.evaluate_many is local.evaluate_many
+
+
+@pytest.mark.timeout(300)
+def test_no_traceback_at_exit_without_close(tmp_path):
+    """A script that leaves its evaluator open (no close()) exits without a traceback: the pool is closed while
+    the interpreter is whole (before: ImportError 'sys.meta_path is None' from the pool's __del__ at shutdown)."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "leave_open.py"
+    script.write_text(
+        "from kernel_gym.eval.job import EvalConfig, EvalJob\n"
+        "from kernel_gym.judge.local import LocalEvaluator\n"
+        "ev = LocalEvaluator('cpu', shared=False)\n"
+        "r = ev.evaluate(EvalJob(task_id='level1/relu', code='x = 1', config=EvalConfig(device='cpu')))\n"
+        "print(r.outcome.value)\n")
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=240)
+    assert run.returncode == 0 and run.stdout.strip(), run.stderr[-2000:]
+    assert "Traceback" not in run.stderr and "Exception ignored" not in run.stderr, run.stderr[-2000:]

@@ -6,6 +6,7 @@ is OpenEnv's client for any server, so it checks the wire format without any ker
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import subprocess
@@ -102,6 +103,23 @@ def test_openenvs_generic_client_and_its_http_endpoints(openenv_url):
     assert httpx.get(f"{openenv_url}/metadata").json()["name"] == "kernel_gym"
     stateless = httpx.post(f"{openenv_url}/step", json={"action": {"response": "still no code"}}, timeout=120).json()
     assert stateless["reward"] == 0.0 and stateless["observation"]["turn"] == 1
+
+
+def test_a_bad_request_is_a_4xx_with_a_message_and_a_session_closes_quietly(openenv_url, caplog):
+    """POST /reset with an unknown task was HTTP 500; now 400 with the reason. A WebSocket session that its client
+    ends normally logged an ASGI traceback (openenv-core closes the socket again); now nothing."""
+    reply = httpx.post(f"{openenv_url}/reset", json={"task": "level1/no_such_task"}, timeout=60)
+    assert reply.status_code == 400, reply.text
+    assert reply.json()["error"] == "UnknownTaskError" and "level1/no_such_task" in reply.json()["detail"]
+    server_log = logging.getLogger("uvicorn.error")  # (uvicorn's loggers do not propagate to the root's)
+    server_log.addHandler(caplog.handler)
+    try:
+        with KernelGymClient(base_url=openenv_url).sync() as client:
+            client.reset(task="level1/relu")
+        time.sleep(1.0)  # the server's side of the close
+    finally:
+        server_log.removeHandler(caplog.handler)
+    assert not [r for r in caplog.records if "Exception in ASGI" in r.getMessage()], caplog.text[-2000:]
 
 
 def test_the_token_guards_http_and_websocket(evaluator):
