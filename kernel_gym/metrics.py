@@ -62,6 +62,8 @@ class Attempt:
     """The LLM reviewer's rating in [0, 1] (`info["signals"]["judge"]`); None when the turn was not rated."""
     infra_failure: bool = False
     """The evaluation infrastructure failed on this turn (`info["infra_failure"]`): its 0 is no verdict."""
+    summary_fallback: bool = False
+    """The turn's summary was to be the model's but fell back to the extractive one (`info["summary_source"]`)."""
 
     @property
     def value(self) -> float:
@@ -79,7 +81,8 @@ class Attempt:
                    format_ok=bool(info.get("format_ok", True)), compiled=bool(info.get("compiled")),
                    hacks=tuple(info.get("hacks") or ()), error=info.get("error"), not_okay=not_okay,
                    score=float(info.get("score") or 0.0), review_flags=_flags(info.get("review_flags")),
-                   judge=(info.get("signals") or {}).get("judge"), infra_failure=bool(info.get("infra_failure")))
+                   judge=(info.get("signals") or {}).get("judge"), infra_failure=bool(info.get("infra_failure")),
+                   summary_fallback=info.get("summary_source") == "fallback")
 
 
 def _flags(value: Any) -> tuple[str, ...] | None:
@@ -312,7 +315,8 @@ def config_metrics(config: str, trajectories: Sequence[Trajectory],
 
     rates = {"correct": rate(lambda a: a.correct), "compiled": rate(lambda a: a.compiled),
              "hack": rate(lambda a: bool(a.hacks)), "format_error": rate(lambda a: not a.format_ok),
-             "not_okay": rate(lambda a: a.not_okay is not None)}
+             "not_okay": rate(lambda a: a.not_okay is not None),
+             "summary_fallback": rate(lambda a: a.summary_fallback)}
     if any(a.review_flags is not None for a in attempts):  # an LLM reviewer was configured: beside the hack rate
         rates["review_flag"] = rate(lambda a: bool(a.review_flags))
     ratings = [a.judge for a in attempts if a.judge is not None]

@@ -71,16 +71,17 @@ def summary_rows(metrics: dict[str, ConfigMetrics], thresholds: Sequence[float] 
     if thresholds is None:
         thresholds = [p for p in next(iter(metrics.values())).fast_p if p >= 1] if metrics else []
     review = any("review_flag" in m.rates for m in metrics.values())  # an LLM reviewer: its flags beside the hacks
+    fallback = any(m.rates.get("summary_fallback") for m in metrics.values())  # the model's summaries that failed
     headers = ["config", "tasks", "traj", "attempts", "correct", "solved", "mean speedup [95% CI]",
                *[f"fast_{p:g}" for p in thresholds], "best@1", "hack", *(["review"] if review else []), "format err",
-               "not-okay"]
+               "not-okay", *(["summary fallback"] if fallback else [])]
     rows = []
     for m in metrics.values():
         rows.append([m.config, str(m.tasks), str(m.trajectories), str(m.attempts), _pct(m.rates["correct"]),
                      _pct(m.solved), _fmt(m.mean_speedup) + _interval(m.ci.get("mean_speedup")), *[_pct(m.fast_p.get(float(p), 0.0)) for p in thresholds],
                      _fmt(m.best_at_k.get(1, 0.0)), _pct(m.rates["hack"]),
                      *([_pct(m.rates.get("review_flag", 0.0))] if review else []), _pct(m.rates["format_error"]),
-                     _pct(m.rates["not_okay"])])
+                     _pct(m.rates["not_okay"]), *([_pct(m.rates.get("summary_fallback", 0.0))] if fallback else [])])
     return headers, rows
 
 

@@ -46,6 +46,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--no-prompts", action="store_true", help="do not log prompts (smaller log; no samples)")
     run.add_argument("--no-progress", action="store_true")
     run.add_argument("--report", action="store_true", help="write the report (plots, summary.md) at the end")
+    run.add_argument("--fail-on-summary-error", action="store_true",
+                     help="exit 1 when any turn's summary fell back to the extractive one (the summarizer failed)")
     pol = ro.add_argument_group("policy")
     pol.add_argument("--model", default=None, help="openai: the served model (default: the server's first)")
     pol.add_argument("--temperature", type=float, default=None)
@@ -130,6 +132,12 @@ def run_rollout(args: argparse.Namespace) -> int:
     if args.report:
         paths = write_report(args.out)
         print(f"\nreport: {paths['summary.md']}")
+    failed = {c: m.rates.get("summary_fallback", 0.0) for c, m in result.metrics().items()}
+    if args.fail_on_summary_error and any(failed.values()):
+        print("kernel-gym rollout: summaries fell back to the extractive one (summary_fallback rate: "
+              + ", ".join(f"{c} {r:.1%}" for c, r in failed.items()) + "); each turn's info['summary_error'] says "
+              "why", file=sys.stderr)
+        return 1
     return 0
 
 

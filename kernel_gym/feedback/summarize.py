@@ -107,6 +107,7 @@ class ModelSummarizer:
         self.generate, self.max_chars, self.prompt, self.cache_size = generate, max_chars, prompt, cache_size
         self.source = source or self.source
         self._cache: OrderedDict[str, str] = OrderedDict()
+        self._failed: OrderedDict[str, str] = OrderedDict()  # reasoning key -> why its summary request failed
         self._lock = threading.Lock()
 
     def messages(self, reasoning: str) -> Messages:
@@ -120,6 +121,9 @@ class ModelSummarizer:
             if key in self._cache:
                 self._cache.move_to_end(key)
                 return SummaryResult(self._cache[key], self.source)
+            failed = self._failed.pop(key, None)
+        if failed is not None:  # the batched request already failed (prefill_summaries): its reason, not a retry
+            return SummaryResult(extractive_summary(reasoning, self.max_chars), "fallback", failed[:500])
         try:
             text = clean_summary(self.generate(self.messages(reasoning)), self.max_chars)
             if not text:
@@ -138,6 +142,13 @@ class ModelSummarizer:
             self._cache.move_to_end(_key(reasoning))
             while len(self._cache) > self.cache_size:
                 self._cache.popitem(last=False)
+
+    def fail(self, reasoning: str, why: str) -> None:
+        """A summary asked for elsewhere (a trainer's batched request) failed: the step's fallback says why."""
+        with self._lock:
+            self._failed[_key(reasoning)] = f"{self.source}: {why}"
+            while len(self._failed) > self.cache_size:
+                self._failed.popitem(last=False)
 
     def cached(self, reasoning: str) -> bool:
         with self._lock:

@@ -225,8 +225,12 @@ async def prefill_summaries(episodes: list[Episode], texts: list[str], summarize
         answers = await summarize([summarizer.messages(reasoning) for summarizer, reasoning in wanted])
     except Exception as e:  # noqa: BLE001 - the env's step falls back to the extractive summary and reports it
         logger.warning("kernel-gym: the policy's summary request failed (%s: %s)", type(e).__name__, e)
+        for summarizer, reasoning in wanted:  # the step's info["summary_error"] carries the real exception
+            summarizer.fail(reasoning, f"the trainer's summary request failed: {type(e).__name__}: {e}")
         return
     for (summarizer, reasoning), answer in zip(wanted, answers):
         text = clean_summary(answer, summarizer.max_chars)
         if text:
             summarizer.prefill(reasoning, text)
+        else:
+            summarizer.fail(reasoning, "the trainer's engine answered with an empty summary")

@@ -93,6 +93,7 @@ def turn_logs(info: dict[str, Any]) -> dict[str, float]:
             "kernel/correct": float(bool(info.get("correct"))), "kernel/speedup": float(info.get("speedup") or 0.0),
             "kernel/hacks": float(len(info.get("hacks") or [])),
             "kernel/infra_failure": float(bool(info.get("infra_failure"))),
+            "kernel/summary_fallback": float(info.get("summary_source") == "fallback"),
             "kernel/error_code": float(ERROR_CODES.index(error) if error in ERROR_CODES else len(ERROR_CODES)
                                        if error else 0)}
     if "review_flags" in info:  # an LLM judge is configured (for every turn of the run, so the keys stay the same)

@@ -232,7 +232,7 @@ class KernelRefineRollout:
     def _output(self, episodes: list[_Episode], n: int) -> dict[str, Any]:
         out: dict[str, list[Any]] = {k: [None] * n for k in (
             "prompt_ids", "completion_ids", "logprobs", "kernel_reward", "kernel_score", "kernel_turn", "kernel_task",
-            "kernel_correct", "kernel_error", "kernel_infra_failure")}
+            "kernel_correct", "kernel_error", "kernel_infra_failure", "kernel_summary_fallback")}
         if self.mode == "episode":
             out["env_mask"] = [None] * n
         for e in episodes:
@@ -344,3 +344,4 @@ def _put(out: dict[str, list[Any]], slot: int, sample: dict[str, Any], ret: floa
     out["kernel_correct"][slot] = bool(info["correct"])
     out["kernel_error"][slot] = info.get("error") or ""
     out["kernel_infra_failure"][slot] = bool(info.get("infra_failure"))
+    out["kernel_summary_fallback"][slot] = info.get("summary_source") == "fallback"

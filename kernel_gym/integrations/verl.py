@@ -74,7 +74,7 @@ def turn_info(info: dict[str, Any]) -> dict[str, Any]:
     return {"turn": int(info["turn"]), "score": float(info["score"]), "format_ok": bool(info.get("format_ok")),
             "compiled": bool(info.get("compiled")), "correct": bool(info.get("correct")),
             "speedup": float(info.get("speedup") or 0.0), "hacks": list(info.get("hacks") or []),
-            "error": info.get("error") or ""}
+            "error": info.get("error") or "", "summary_fallback": info.get("summary_source") == "fallback"}
 
 
 def _plain(value: Any) -> Any:

@@ -30,7 +30,7 @@ class ScriptedEnv:
         self.scores = list(scores)
         self.config = EnvConfig(max_turns=len(self.scores), **config)
         self.summarizer = policy_summarizer()
-        self.played, self.summaries, self.closed = [], [], False
+        self.played, self.summaries, self.errors, self.closed = [], [], [], False
 
     def reset(self, seed=None):
         self.played = []
@@ -41,7 +41,9 @@ class ScriptedEnv:
         self.played.append(self.scores[len(self.played)])
         reasoning = parse_action(action, backend=cfg.backend, max_response_chars=cfg.max_response_chars,
                                  max_code_chars=cfg.max_code_chars).reasoning
-        self.summaries.append(summarize_turn(self.summarizer, reasoning).source)
+        result = summarize_turn(self.summarizer, reasoning)
+        self.summaries.append(result.source)
+        self.errors.append(result.error)
         turn, last = len(self.played), len(self.played) == cfg.max_turns
         info = {"turn": turn, "score": self.played[-1], "feedback": f"feedback {turn}"}
         if last:
@@ -129,6 +131,26 @@ def test_policy_summaries_fill_each_envs_cache_before_its_step():
     down = ScriptedEnv([0.0])
     asyncio.run(play([started(down)], Scripted(), summaries=True))
     assert down.summaries == ["fallback"]  # the request failed: the step falls back and says so
+    assert "RuntimeError: the engine is down" in down.errors[0]  # the real exception, not a generic line
+    empty = ScriptedEnv([0.0])
+    asyncio.run(play([started(empty)], Scripted(summaries="   "), summaries=True))
+    assert empty.summaries == ["fallback"] and "empty summary" in empty.errors[0]
+
+
+def test_every_trainer_logs_the_summary_fallbacks():
+    """A turn whose summary fell back is counted in OpenRLHF's logs, verl's per-turn info, TRL's columns and the
+    rollout metrics' rates (`summary_fallback`)."""
+    from kernel_gym.integrations.openrlhf import turn_logs
+    from kernel_gym.integrations.verl import turn_info
+    from kernel_gym.metrics import Attempt, Trajectory, summarize
+
+    info = {"turn": 1, "score": 0.0, "summary_source": "fallback", "task": "level1/relu", "correct": False}
+    assert turn_logs(info)["kernel/summary_fallback"] == 1.0
+    assert turn_logs({**info, "summary_source": "policy"})["kernel/summary_fallback"] == 0.0
+    assert turn_info(info)["summary_fallback"] is True
+    attempts = (Attempt.from_info(info), Attempt.from_info({**info, "turn": 2, "summary_source": "policy"}))
+    metrics = summarize([Trajectory("level1/relu", "1x2", 0, attempts, turns=2)])
+    assert metrics["1x2"].rates["summary_fallback"] == 0.5
 
 
 def test_labels_and_settings():

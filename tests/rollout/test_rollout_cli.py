@@ -62,3 +62,28 @@ def test_usage_errors_exit_2(repo_root, tmp_path):
     assert proc.returncode == 2 and "no such folder" in proc.stderr
     proc = kernel_gym("report", str(tmp_path), cwd=repo_root, timeout=60)
     assert proc.returncode == 2 and "no rollout log records" in proc.stderr
+
+
+def test_fail_on_summary_error_exits_1_when_summaries_fell_back(monkeypatch, tmp_path, capsys):
+    """`--fail-on-summary-error`: a rollout whose summarizer failed (turns fell back to the extractive summary) exits
+    1 and says the rate, instead of passing silently."""
+    import argparse
+    from types import SimpleNamespace
+
+    import kernel_gym.rollout as rollout
+    from kernel_gym.commands import rollout as command
+    from kernel_gym.metrics import Attempt, Trajectory, summarize
+
+    attempts = (Attempt(turn=1, correct=False, summary_fallback=True), Attempt(turn=2, correct=False))
+    trajs = [Trajectory("level1/relu", "1x2", 0, attempts, turns=2)]
+    fake = SimpleNamespace(tasks=["level1/relu"], budgets=[SimpleNamespace(label="1x2")], ran=1, skipped=0,
+                           metrics=lambda: summarize(trajs))
+    monkeypatch.setattr(rollout, "evaluate", lambda *a, **k: fake)
+    parser = argparse.ArgumentParser()
+    command.register(parser.add_subparsers())
+    args = parser.parse_args(["rollout", "--policy", "scripted:demo", "--tasks", "level1/relu", "--out",
+                              str(tmp_path), "--no-progress"])
+    assert command.run_rollout(args) == 0
+    args.fail_on_summary_error = True
+    assert command.run_rollout(args) == 1
+    assert "summary_fallback rate: 1x2 50.0%" in capsys.readouterr().err

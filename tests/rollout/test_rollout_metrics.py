@@ -42,7 +42,8 @@ HAND = [traj("A", 0, WRONG, ok(1.5)), traj("A", 1, ok(0.5), ok(2.5)), traj("B", 
 def test_hand_made_metrics_exact():
     m = config_metrics("2x2", HAND, thresholds=(0.0, 1.0, 2.0, 3.0))
     assert (m.tasks, m.trajectories, m.attempts) == (2, 4, 8)
-    assert m.rates == {"correct": 3 / 8, "compiled": 7 / 8, "hack": 1 / 8, "format_error": 1 / 8, "not_okay": 1 / 8}
+    assert m.rates == {"correct": 3 / 8, "compiled": 7 / 8, "hack": 1 / 8, "format_error": 1 / 8, "not_okay": 1 / 8,
+                       "summary_fallback": 0.0}
     assert m.mean_speedup == pytest.approx((2.5 + 0.0) / 2)  # Kevin: best correct per task, unsolved counts 0
     assert m.solved == 0.5
     assert m.fast_p == {0.0: 0.5, 1.0: 0.5, 2.0: 0.5, 3.0: 0.0}
