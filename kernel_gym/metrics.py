@@ -351,3 +351,36 @@ def summarize(trajectories: Iterable[Trajectory], thresholds: Sequence[float] = 
 def _mean(values: Iterable[float]) -> float:
     values = list(values)
     return sum(values) / len(values) if values else 0.0
+
+
+@dataclass(frozen=True)
+class PairedDifference:
+    """Configuration `a` minus configuration `b` on the tasks both ran: Kevin's mean speedup (per task the best
+    correct speedup over the configuration's trajectories), its paired bootstrap interval over tasks, and the
+    winner when the interval excludes 0 (None: no winner can be stated)."""
+
+    a: str
+    b: str
+    tasks: int
+    difference: float
+    ci: tuple[float, float]
+
+    @property
+    def winner(self) -> str | None:
+        if self.tasks < 2:  # one task: no spread can be estimated, so no winner either
+            return None
+        low, high = self.ci
+        return self.a if low > 0 else self.b if high < 0 else None
+
+
+def paired_difference(trajectories: Iterable[Trajectory], a: str, b: str) -> PairedDifference:
+    """`a` - `b` (configuration labels), tasks resampled in pairs: the same task's two bests stay together, so the
+    spread between tasks (most of it) cancels and the interval is that of the difference itself."""
+    best: dict[str, dict[str, float]] = {a: {}, b: {}}
+    for t in trajectories:
+        if t.config in best and t.complete:
+            best[t.config][t.task] = max(best[t.config].get(t.task, 0.0), t.best())
+    common = sorted(set(best[a]) & set(best[b]))
+    diffs = [best[a][task] - best[b][task] for task in common]
+    mean = sum(diffs) / len(diffs) if diffs else 0.0
+    return PairedDifference(a, b, len(common), mean, bootstrap_ci(diffs)[0] if diffs else (0.0, 0.0))

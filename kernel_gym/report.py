@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from kernel_gym.errors import ConfigError
-from kernel_gym.metrics import DEFAULT_THRESHOLDS, ConfigMetrics, Trajectory, by_task, summarize
+from kernel_gym.metrics import DEFAULT_THRESHOLDS, ConfigMetrics, Trajectory, by_task, paired_difference, summarize
 from kernel_gym.rollout import log as rlog
 
 PLOTS = ("speedup_vs_turn.png", "serial_vs_parallel.png", "best_at_k.png")
@@ -49,6 +49,32 @@ def budget_note(metrics: dict[str, ConfigMetrics]) -> str | None:
     from kernel_gym.rollout.budget import parse_budgets, unequal_budgets
 
     return unequal_budgets(parse_budgets([m.config for m in metrics.values()])) if metrics else None
+
+
+def comparison_lines(trajs: list[Trajectory], metrics: dict[str, ConfigMetrics]) -> list[str]:
+    """The markdown section that says which configuration wins: each pair's paired difference of mean speedup with
+    its 95 % interval, and a winner only when the interval excludes 0 (and the budgets are equal, and there is more
+    than one task)."""
+    configs = list(metrics)
+    if len(configs) < 2:
+        return []
+    lines = ["", "## Which configuration wins (paired over tasks)", ""]
+    unequal = budget_note(metrics)
+    rows = []
+    for i, a in enumerate(configs):
+        for b in configs[i + 1:]:
+            d = paired_difference(trajs, a, b)
+            verdict = d.winner or "no winner (the interval includes 0)"
+            if d.tasks < 2:
+                verdict = "no winner (one task: no interval)"
+            elif unequal:
+                verdict = f"{verdict}; unequal budgets"
+            rows.append([f"{a} - {b}", str(d.tasks), _fmt(d.difference) + _interval(d.ci), verdict])
+    lines.append(table(["difference", "tasks", "mean speedup difference [95% CI]", "winner"], rows, True))
+    lines += ["", "The same tasks' bests are resampled together (a paired bootstrap), so the spread between tasks "
+              "cancels; a winner is stated only when the interval excludes 0." + (" Warning: " + unequal
+                                                                                  if unequal else "")]
+    return lines
 
 
 def infra_note(metrics: dict[str, ConfigMetrics]) -> str | None:
@@ -281,6 +307,7 @@ def markdown_summary(folder: Path, trajs: list[Trajectory], metrics: dict[str, C
                            [[m.config, _pct(m.rates.get("review_flag", 0.0)),
                              *[str(m.review_flags.get(f, 0)) for f in flags],
                              "-" if m.judge_mean is None else _fmt(m.judge_mean)] for m in metrics.values()], True))
+    lines += comparison_lines(trajs, metrics)
     lines += ["", "## Best correct speedup per task", ""]
     per_task = {c: {task: max(t.best() for t in ts) for task, ts in by_task(
         [t for t in trajs if t.config == c and t.complete]).items()} for c in metrics}

@@ -49,6 +49,8 @@ def test_rollout_then_report(repo_root, tmp_path, solution, respond, relu_code):
     summary = (report_dir / "summary.md").read_text()
     assert "| 2x1 | 1 | 2 | 2 | 50.0% | 100.0% |" in summary and "![serial vs parallel](serial_vs_parallel.png)" in summary
     assert "replay:" in summary and "level1/relu" in summary
+    assert "## Which configuration wins" in summary and "| 2x1 - 1x2 | 1 |" in summary
+    assert "no winner (one task: no interval)" in summary  # one task: the report does not name a winner
     metrics = json.loads((report_dir / "metrics.json").read_text())
     assert set(metrics) == {"2x1", "1x2"} and metrics["1x2"]["solved"] == 1.0
     assert set(metrics["2x1"]["fast_p"]) == {"0", "1"}

@@ -167,3 +167,24 @@ def test_log_reading_prefers_the_complete_episode(tmp_path):
     assert [a.speedup for a in got["1x2", "A", 0].attempts] == [1.0, 2.0]
     assert not got["1x2", "B", 0].complete
     assert got["2x1", "A", 1].attempts[0].not_okay == "no_code_block"  # recomputed when the record has none
+
+
+def test_a_paired_difference_states_a_winner_only_when_its_interval_excludes_zero():
+    """Configuration a vs b on the same tasks: the paired bootstrap interval of the mean speedup difference; a
+    winner only when it excludes 0, never from one task."""
+    from kernel_gym.metrics import Attempt, Trajectory, paired_difference
+
+    def traj(task, config, speedup):
+        return Trajectory(task, config, 0, (Attempt(turn=1, correct=True, speedup=speedup),), turns=1)
+
+    tasks = [f"t{i}" for i in range(12)]
+    clear = [traj(t, "a", 2.0 + i) for i, t in enumerate(tasks)] + [traj(t, "b", 1.0 + i) for i, t in enumerate(tasks)]
+    d = paired_difference(clear, "a", "b")
+    assert d.tasks == 12 and d.difference == 1.0 and d.ci == (1.0, 1.0) and d.winner == "a"
+    assert paired_difference(clear, "b", "a").winner == "a"  # b - a < 0: a wins
+    noisy = [traj(t, "a", 1.0 + (i % 2)) for i, t in enumerate(tasks)] + [traj(t, "b", 2.0 - (i % 2)) for i, t in
+                                                                          enumerate(tasks)]
+    d = paired_difference(noisy, "a", "b")
+    assert d.ci[0] < 0 < d.ci[1] and d.winner is None
+    one = [traj("t0", "a", 3.0), traj("t0", "b", 1.0)]
+    assert paired_difference(one, "a", "b").winner is None  # one task: no interval, no winner
