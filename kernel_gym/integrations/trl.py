@@ -176,6 +176,7 @@ class KernelRefineRollout:
             raise ConfigError("policy_summaries needs mode='turns': in mode='episode' the prompt is the conversation "
                               "itself, which shows no summaries")
         self.max_turns, self.mode, self.evaluator = max_turns, mode, evaluator
+        self._warned_single = False  # said once: a GRPO group that is a single episode (num_generations == max_turns)
         self.env_kwargs = dict(env_kwargs or {})
         self.generate = generate or trainer_generate
         self.policy_summaries = policy_summaries
@@ -212,6 +213,11 @@ class KernelRefineRollout:
                 raise ConfigError(f"mode='turns' makes one completion per turn: num_generations ({groups[0]}), "
                                   f"num_generations_eval ({groups[1]}) and the per-device batch ({len(prompts)}) must "
                                   f"be multiples of max_turns ({size})")
+            if groups[0] == size and not self._warned_single:  # a GRPO group of one episode: turns vs turns
+                self._warned_single = True
+                logger.warning("kernel-gym: num_generations (%s) == max_turns: each GRPO group is a single episode, "
+                               "so advantages compare that episode's turns with one another (turn 1 against turn "
+                               "%s), not episodes; use num_generations = k * max_turns with k >= 2", size, size)
         for start in range(0, len(prompts), size):
             chunk = prompts[start:start + size]
             if any(p != chunk[0] for p in chunk):

@@ -9,6 +9,7 @@ back as format-error feedback.
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 
@@ -197,3 +198,19 @@ def test_the_reward_function_logs_infrastructure_failures():
                                     kernel_correct=[True, False], kernel_infra_failure=[False, True])
     assert rewards == [1.3, 0.0]
     assert logged == {"kernel/correct": 0.5, "kernel/infra_failure": 0.5}
+
+
+def test_a_group_of_one_episode_is_warned_once(tokenizer, caplog):
+    """num_generations == max_turns: each GRPO group holds one episode, so its advantages compare an episode's turns
+    with one another; said once (a WARNING), not silently."""
+    rollout = adapter.KernelRefineRollout(max_turns=2, mode="turns")
+
+    class Trainer:
+        processing_class, num_generations, num_generations_eval = tokenizer, 2, None
+
+    with caplog.at_level(logging.WARNING, logger="kernel_gym.integrations.trl"):
+        for _ in range(2):
+            with pytest.raises(ConfigError, match="differ"):  # (stops right after the group check)
+                rollout._start(["level1/relu", "level1/tanh"], Trainer(), None, [])
+    warned = [r for r in caplog.records if "single episode" in r.getMessage()]
+    assert len(warned) == 1, caplog.text
