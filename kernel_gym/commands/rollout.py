@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -97,6 +99,15 @@ def _env_options(args: argparse.Namespace) -> dict[str, Any]:
     return env
 
 
+def _interrupted(signum: int, frame: Any) -> None:
+    """Ctrl-C during a rollout: every finished turn is already in the log (fsynced per turn), so the process ends
+    now instead of waiting for the trajectories' current steps (~25 s before); its runners end with it (their
+    parent-death signal) and the machine's judge cancels the jobs of a client that left."""
+    print("\nkernel-gym rollout: interrupted; every finished turn is in the log (run the same command again to "
+          "resume)", file=sys.stderr, flush=True)
+    os._exit(130)
+
+
 def run_rollout(args: argparse.Namespace) -> int:
     from kernel_gym.errors import KernelGymError
     from kernel_gym.policies import PolicyError, make_policy
@@ -111,6 +122,7 @@ def run_rollout(args: argparse.Namespace) -> int:
     except (KernelGymError, ValueError, OSError, TypeError) as e:
         print(f"kernel-gym rollout: {e}", file=sys.stderr)
         return 2
+    previous = signal.signal(signal.SIGINT, _interrupted)  # Ctrl-C: out at once (the log already has every turn)
     try:
         result = evaluate(policy, args.tasks, args.configs, out=args.out, env=_env_options(args),
                           workers=args.workers, concurrency=args.concurrency, seed=args.seed, system_prompt=system,
@@ -124,6 +136,7 @@ def run_rollout(args: argparse.Namespace) -> int:
         print(f"kernel-gym rollout: {e}", file=sys.stderr)
         return 2
     finally:
+        signal.signal(signal.SIGINT, previous)
         policy.close()
     print(f"{len(result.tasks)} tasks, configurations {', '.join(b.label for b in result.budgets)}: "
           f"{result.ran} trajectories run, {result.skipped} already complete in {args.out}\n")

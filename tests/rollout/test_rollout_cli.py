@@ -89,3 +89,37 @@ def test_fail_on_summary_error_exits_1_when_summaries_fell_back(monkeypatch, tmp
     args.fail_on_summary_error = True
     assert command.run_rollout(args) == 1
     assert "summary_fallback rate: 1x2 50.0%" in capsys.readouterr().err
+
+
+@pytest.mark.timeout(300)
+def test_ctrl_c_stops_a_rollout_within_2_s_and_keeps_the_log(repo_root, tmp_path, solution, respond, relu_code):
+    """SIGINT during a rollout whose steps are slow (a forward that takes 6 s): out within 2 s (it waited for the
+    live trajectories' current steps: ~25 s with real evaluations), exit code 130, every logged turn kept."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    responses = tmp_path / "responses.jsonl"
+    slow = respond(relu_code(extra="import time\ntime.sleep(6)"))
+    rows = [{"task": "level1/relu", "response": slow},
+            {"task": "level1/relu", "trajectory": 0, "turn": 1, "response": respond(solution("level1/relu"))}]
+    responses.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-m", "kernel_gym.cli", "rollout", "--policy", f"replay:{responses}",
+                             "--tasks", "level1/relu", "--configs", "4x2", "--device", "cpu", "--out", str(out),
+                             "--no-progress", "--workers", "2", "--env", "checks=none"], cwd=repo_root,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    log = out / "rollout.jsonl"
+    deadline = time.monotonic() + 240
+    while not (log.exists() and log.read_text().count("\n") >= 1):  # trajectory 0's fast first turn is in
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.2)
+    time.sleep(1.0)  # the slow steps are in flight
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    took = time.monotonic() - t0
+    assert proc.returncode == 130 and "interrupted" in err, (proc.returncode, err[-2000:])
+    assert took < 2.0, took
+    assert log.read_text().count("\n") >= 1
