@@ -57,8 +57,21 @@ def build(args: argparse.Namespace, *, model=None, tokenizer=None, evaluator=Non
                        processing_class=tokenizer, rollout_func=rollout)
 
 
+def preflight(args: argparse.Namespace) -> None:
+    """What this run needs, checked before anything loads (kernel-gym doctor's checks): one line per missing item."""
+    from pathlib import Path
+
+    from kernel_gym.commands.doctor import require
+
+    needs = ["trl", *(["vllm"] if args.use_vllm else []), *([] if args.use_cpu else ["gpu"]),
+             *([] if Path(args.model).exists() else ["hub"])]  # a model id is downloaded; a local folder is not
+    require(needs, f"scripts/train_trl.py (--model {args.model})")
+
+
 def main(argv: list[str] | None = None) -> None:
-    build(parse_args(argv)).train()
+    args = parse_args(argv)
+    preflight(args)
+    build(args).train()
 
 
 if __name__ == "__main__":

@@ -55,3 +55,16 @@ def test_the_openrlhf_launcher_stops_before_ray_when_vllm_is_missing(monkeypatch
     with pytest.raises(ConfigError, match="OpenRLHF training needs: vllm"):
         openrlhf_train.main(["--rollout.n_samples_per_prompt", "4"])
     assert not started
+
+
+def test_the_trl_script_says_what_it_misses_before_loading_anything(monkeypatch, repo_root, tmp_path):
+    """scripts/train_trl.py --use-cpu with a Hub model id and no Hub: one line naming it, before any download."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("train_trl", repo_root / "scripts" / "train_trl.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    monkeypatch.setitem(doctor.CHECKS, "hub", lambda: doctor.Item("hub", False, "huggingface.co not reachable", ""))
+    with pytest.raises(ConfigError, match=r"needs: hub \(huggingface.co not reachable\)"):
+        script.main(["--use-cpu", "--model", "Qwen/Qwen2.5-Coder-0.5B-Instruct"])
+    script.preflight(script.parse_args(["--use-cpu", "--model", str(tmp_path)]))  # a local folder needs no Hub
