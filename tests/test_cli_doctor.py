@@ -68,3 +68,18 @@ def test_the_trl_script_says_what_it_misses_before_loading_anything(monkeypatch,
     with pytest.raises(ConfigError, match=r"needs: hub \(huggingface.co not reachable\)"):
         script.main(["--use-cpu", "--model", "Qwen/Qwen2.5-Coder-0.5B-Instruct"])
     script.preflight(script.parse_args(["--use-cpu", "--model", str(tmp_path)]))  # a local folder needs no Hub
+
+
+@pytest.mark.timeout(120)
+def test_verls_launcher_stops_in_one_line_on_a_machine_that_cannot_train(repo_root):
+    """examples/verl/run_kevin.sh hung on a CPU machine with no error; now kernel-gym doctor --require says what is
+    missing and the script exits 2 before verl starts."""
+    import os
+
+    if not [i for i in doctor.diagnose(["gpu", "ray", "verl", "vllm"]) if not i.ok]:
+        pytest.skip("this machine has everything verl training needs: the launcher would start it")
+    env = {**os.environ, "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")}
+    run = subprocess.run(["bash", str(repo_root / "examples" / "verl" / "run_kevin.sh")], capture_output=True,
+                         text=True, timeout=100, env=env, cwd=repo_root)
+    assert run.returncode == 2, (run.returncode, run.stderr[-1000:])
+    assert "verl training (examples/verl/run_kevin.sh) needs:" in run.stderr and "Traceback" not in run.stderr

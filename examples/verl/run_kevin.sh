@@ -64,4 +64,6 @@ if [ "${DRY_RUN:-0}" = 1 ]; then
   printf '%s\n' "${ARGS[@]}"
   exit 0
 fi
+# before verl starts anything (it hung on a machine without a GPU): what is missing, in one line (kernel-gym doctor)
+python3 -m kernel_gym.cli doctor --require gpu ray verl vllm --purpose "verl training (examples/verl/run_kevin.sh)"
 exec python3 -m verl.trainer.main_ppo "${ARGS[@]}" "$@"

@@ -15,6 +15,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from importlib import metadata
@@ -136,6 +137,15 @@ def require(names: list[str], purpose: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.require:  # a launcher's pre-flight: silent when all is there, one line and exit 2 otherwise
+        from kernel_gym.errors import ConfigError
+
+        try:
+            require(args.require, args.purpose)
+        except ConfigError as e:
+            print(e, file=sys.stderr)
+            return 2
+        return 0
     items = diagnose(args.only)
     if args.json:
         print(json.dumps({i.name: asdict(i) for i in items}))
@@ -151,4 +161,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description=__doc__.split("\n")[0])
     p.add_argument("--json", action="store_true", help="one JSON object: name -> {ok, detail, needed_for}")
     p.add_argument("--only", nargs="*", choices=list(CHECKS), default=None, help="these checks only")
+    p.add_argument("--require", nargs="*", choices=list(CHECKS), default=None,
+                   help="for launch scripts: exit 2 with one line naming what is missing (silent when all is there)")
+    p.add_argument("--purpose", default="this run", help="with --require: what needs them (said in the line)")
     p.set_defaults(func=run)
