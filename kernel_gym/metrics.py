@@ -383,4 +383,4 @@ def paired_difference(trajectories: Iterable[Trajectory], a: str, b: str) -> Pai
     common = sorted(set(best[a]) & set(best[b]))
     diffs = [best[a][task] - best[b][task] for task in common]
     mean = sum(diffs) / len(diffs) if diffs else 0.0
-    return PairedDifference(a, b, len(common), mean, bootstrap_ci(diffs)[0] if diffs else (0.0, 0.0))
+    return PairedDifference(a, b, len(common), mean, bootstrap_ci(diffs)[0])  # ((0, 0) for no common task)

@@ -140,12 +140,13 @@ def run_rollout(args: argparse.Namespace) -> int:
         policy.close()
     print(f"{len(result.tasks)} tasks, configurations {', '.join(b.label for b in result.budgets)}: "
           f"{result.ran} trajectories run, {result.skipped} already complete in {args.out}\n")
-    print(summary_table(result.metrics()))
+    metrics = result.metrics()
+    print(summary_table(metrics))
     _cpu_note(args.out)
     if args.report:
         paths = write_report(args.out)
         print(f"\nreport: {paths['summary.md']}")
-    failed = {c: m.rates.get("summary_fallback", 0.0) for c, m in result.metrics().items()}
+    failed = {c: m.rates.get("summary_fallback", 0.0) for c, m in metrics.items()}
     if args.fail_on_summary_error and any(failed.values()):
         print("kernel-gym rollout: summaries fell back to the extractive one (summary_fallback rate: "
               + ", ".join(f"{c} {r:.1%}" for c, r in failed.items()) + "); each turn's info['summary_error'] says "

@@ -37,7 +37,3 @@ def version() -> str | None:
         return metadata.version("nvidia-cutlass")
     except metadata.PackageNotFoundError:
         return None
-
-
-MISSING = ("the source includes CUTLASS/CuTe headers, but the nvidia-cutlass package is not installed here "
-           "(pip install \"kernel-gym[cutlass]\")")

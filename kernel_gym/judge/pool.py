@@ -207,12 +207,7 @@ class WorkerPool:
                 result = result.replace(stage_ms={**result.stage_ms, "alone_wait": round(waited_ms, 3)})
             with self._count_lock:
                 return result, concurrent or self._started - started > 1
-        except BaseException as exc:
-            from kernel_gym.judge.clock import ContextStuck
-
-            if isinstance(exc, ContextStuck):  # every later job would hang on the judge's own GPU work
-                self.gpu_fault, self.context_stuck = str(exc), True
-                log.critical("%s", exc)
+        except BaseException:  # (a lost GPU context is a verdict of pipeline.execute, marked in _judged)
             slot.close()
             if not self._closed:
                 fresh = Slot(self.device, slot.gpu, self.memory_limit_gb)

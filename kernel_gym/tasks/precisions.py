@@ -28,17 +28,20 @@ def _outputs(out: Any) -> list[Any]:
     return list(out) if isinstance(out, (tuple, list)) else [out]
 
 
-def _run(module: Any, dtype: torch.dtype | None, through: torch.dtype | None, seed: int) -> list[Any]:
+def _run(module: Any, cast: torch.dtype, seed: int, exact: bool = False) -> list[Any]:
+    """The reference's outputs at precision `cast`, as the judge runs it (init inputs, the model and the inputs
+    cast); `exact`: its float64 oracle (the same values, rounded through `cast`, then cast to float64)."""
+    def at(values: list[Any], dtype: torch.dtype) -> list[Any]:
+        return [v.to(dtype) if _floating(v) else v for v in values]
+
     torch.manual_seed(seed)
-    init = [v.to(through) if _floating(v) and through else v for v in module.get_init_inputs()]
+    init = at(list(module.get_init_inputs()), cast)
     torch.manual_seed(seed)
-    model = module.Model(*init)
+    model = module.Model(*init).to(cast)
     torch.manual_seed(seed + 1)
-    inputs = module.get_inputs()
-    for step in (through, dtype):
-        if step is not None:
-            model = model.to(step)
-            inputs = [v.to(step) if _floating(v) else v for v in inputs]
+    inputs = at(module.get_inputs(), cast)
+    if exact:
+        model, inputs = model.to(torch.float64), at(inputs, torch.float64)
     with torch.no_grad():
         return _outputs(model(*inputs))
 
@@ -49,8 +52,8 @@ def rel_l2(task: Any, precision: str, seed: int = 0) -> float:
 
     dtype = getattr(torch, PRECISIONS[precision])
     module = load_reference(task.source, task.sizes_for("cpu"))
-    low = _run(module, dtype, None, seed)
-    exact = _run(module, torch.float64, dtype, seed)
+    low = _run(module, dtype, seed)
+    exact = _run(module, dtype, seed, exact=True)
     worst = 0.0
     for y, o in zip(low, exact):
         if not _floating(y):
