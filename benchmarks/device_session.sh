@@ -6,7 +6,7 @@
 #   bash benchmarks/device_session.sh cv throughput-cuda c2cuda-baselines
 #   bash benchmarks/device_session.sh compile:220 cv:60      # stage:seconds bounds one stage
 # Each stage is bounded by its own timeout (STAGE:SECONDS, else STAGE_TIMEOUT_S, default 400 s) so one stuck stage
-# cannot eat the call. GPU_TESTS picks the tests of the gpu-tests stage (default: all of tests/).
+# cannot eat the call (pytest stages get SIGINT first, so their summary of failures is still printed). GPU_TESTS picks the tests of the gpu-tests stage (default: all of tests/).
 set -u -o pipefail
 OUT=${OUT:-/tmp/kg_out}
 mkdir -p "$OUT"
@@ -34,7 +34,7 @@ for arg in "$@"; do
       done
       wait ;;
     gpu-tests)
-      timeout "$T" python3 -m pytest -m gpu ${GPU_TESTS:-tests} -p no:cacheprovider -q -rfE --durations=15 ;;
+      timeout -s INT -k 30 "$T" python3 -m pytest -m gpu ${GPU_TESTS:-tests} -p no:cacheprovider -q -rfE --durations=15 ;;
     compile)
       timeout "$T" python3 benchmarks/bench_speed.py compile --stock-builds 1 --cold-builds ${COLD_BUILDS:-3} --out "$OUT" ;;
     cv)
@@ -65,7 +65,7 @@ for arg in "$@"; do
       timeout "$T" python3 -m kernel_gym.tasks.measure --out "$OUT/manifest.json" \
         --only $(python3 -c "import json; print(' '.join(k for k in json.load(open('tasks/manifest.json'))['tasks'] if k.startswith('c2cuda/')))") ;;
     judge-tests)  # the trusted judge on the GPU: IPC tensors and events, the hang limit, the GPU attack suite
-      timeout "$T" python3 -m pytest -m gpu tests/gpu/test_judge_gpu.py tests/gpu/test_confine_gpu.py tests/anti_hacking/test_gpu_attacks.py \
+      timeout -s INT -k 30 "$T" python3 -m pytest -m gpu tests/gpu/test_judge_gpu.py tests/gpu/test_confine_gpu.py tests/anti_hacking/test_gpu_attacks.py \
         -p no:cacheprovider -q -rfE -s --durations=10 ;;
     clients)  # 1 vs 8 client processes on the machine's judge: speedup CV, waits, exclusivity
       timeout "$T" python3 benchmarks/bench_clients.py --clients ${CLIENTS:-8 1} --repeats ${REPEATS:-5} --device cuda \
@@ -77,7 +77,7 @@ for arg in "$@"; do
       timeout "$T" python3 benchmarks/bench_faults.py --clients ${CLIENTS:-8} --jobs ${JOBS:-10} --rates ${RATES:-0 0.05 0.2} \
         --device cuda --out "$OUT/faults" ;;
     fault-tests)  # #35/#36: faults and isolation on the GPU
-      timeout "$T" python3 -m pytest -m gpu tests/gpu/test_faults_gpu.py tests/gpu/test_confine_gpu.py \
+      timeout -s INT -k 30 "$T" python3 -m pytest -m gpu tests/gpu/test_faults_gpu.py tests/gpu/test_confine_gpu.py \
         tests/gpu/test_judge_gpu.py -p no:cacheprovider -q -rfE --durations=10 ;;
     judge-hang)  # #21: submission to `timeout` verdict of a hanging kernel, and the next job on the same slot
       timeout "$T" python3 benchmarks/bench_judge.py hang --repeats ${REPEATS:-3} --out "$OUT" ;;
@@ -111,15 +111,15 @@ for arg in "$@"; do
     probe-threads)  # which import of a runner's preload starts a thread (the fork server refuses to fork then)
       for nvml in "" 1; do OMP_NUM_THREADS=1 PYTORCH_NVML_BASED_CUDA_CHECK=$nvml timeout "$T" python3 benchmarks/probe_threads.py; done ;;
     confine-proc)  # landlock_proc on cuda runners (no reading other processes' /proc): CUDA, Triton's ptxas, the attacks
-      KERNEL_GYM_CONFINE_PROC=1 timeout "$T" python3 -m pytest -m gpu tests/gpu/test_judge_gpu.py \
+      KERNEL_GYM_CONFINE_PROC=1 timeout -s INT -k 30 "$T" python3 -m pytest -m gpu tests/gpu/test_judge_gpu.py \
         tests/anti_hacking/test_gpu_attacks.py tests/gpu/test_gpu_env.py -p no:cacheprovider -q -rfE ;;
     uid-tests)  # runners under a uid of their own on the GPU (closes /proc/<pid>/environ; docs/anti-hacking.md)
-      KERNEL_GYM_RUNNER_UID=auto timeout "$T" python3 -m pytest -m "gpu or not gpu" tests/gpu/test_judge_gpu.py \
+      KERNEL_GYM_RUNNER_UID=auto timeout -s INT -k 30 "$T" python3 -m pytest -m "gpu or not gpu" tests/gpu/test_judge_gpu.py \
         tests/sandbox/test_environ_secrets.py -p no:cacheprovider -q -rfExX ;;
     forkserver-cuda)  # the judge's GPU tests with cuda runners forked from the fork server (judge/spawner.py)
-      KERNEL_GYM_FORKSERVER=1 timeout "$T" python3 -m pytest -m gpu tests/gpu/test_judge_gpu.py -p no:cacheprovider -q -rfE ;;
+      KERNEL_GYM_FORKSERVER=1 timeout -s INT -k 30 "$T" python3 -m pytest -m gpu tests/gpu/test_judge_gpu.py -p no:cacheprovider -q -rfE ;;
     gpu-shapes)  # #22: the CUDA forms of the regression set and the profiler share on the device
-      timeout "$T" python3 -m pytest -m gpu tests/anti_hacking/test_gpu_shapes.py -p no:cacheprovider -q -rfE ;;
+      timeout -s INT -k 30 "$T" python3 -m pytest -m gpu tests/anti_hacking/test_gpu_shapes.py -p no:cacheprovider -q -rfE ;;
     throughput-triton-old|throughput-cuda-old)  # the same benchmark from main 9cb1555 (.whl/old_main.tar), same machine;
       # OLD_STOCK_SAMPLE=0 skips its stock-harness sample (the new stage measures the stock harness once)
       kind=${stage#throughput-}; kind=${kind%-old}

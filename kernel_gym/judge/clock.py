@@ -14,15 +14,20 @@ from that jitter), so no side ever reads 0 ms and no speedup or standard error i
 - cuda: the judge's own timing events, ordered against the runner's work with interprocess events. The judge
   queues its launch gate (a short GPU-side sleep, sized to cover the runner's host-side launches), its start event,
   the inputs' copy, an L2 flush (inputs come from memory, as with do_bench) and "go"; the runner's streams wait for
-  "go", run the call, copy the outputs and record "done"; once the runner answers, the judge's stream waits for
-  "done" and records the end event. (`cudaStreamWaitEvent` waits for the latest record issued before the wait
-  call: "go" is recorded before the request is sent, and "done" waited for only after the reply.) Interprocess
-  events cannot time, so the timing events never leave the judge.
+  "go", run the call, copy the outputs and write the call's nonce (new each call, sent with the request) into the
+  judge's flag (harness/stream_values.py); once the runner answers, a judge stream waits for the nonce and
+  records the end event. A runner whose work never ends is killed and the judge writes the nonce itself: the end
+  completes and the judge's context goes on (a wait on a dead runner's interprocess event is never released and
+  hangs the judge's whole context: measured, benchmarks/probe_stuck_wait.py). Where the driver takes no stream
+  memory operations the runner records "done" instead (`cudaStreamWaitEvent` waits for the latest record issued
+  before the wait call: "go" is recorded before the request is sent, and "done" waited for only after the reply).
+  Interprocess events cannot time, so the timing events never leave the judge.
 """
 
 from __future__ import annotations
 
 import collections
+import secrets
 import statistics
 import time
 from collections.abc import Callable
@@ -31,6 +36,7 @@ from typing import Any
 import torch
 
 from kernel_gym.errors import SandboxError
+from kernel_gym.harness import stream_values
 from kernel_gym.harness.timing import GATE_MIN_MS, Sample, sleep_cycles_per_ms
 
 _perf_counter = time.perf_counter
@@ -109,16 +115,21 @@ class CudaClock(_Clock):
         self._events: dict[int, tuple[torch.cuda.Event, ...]] = {}
         self.misses = 0  # readings retaken because the gate ran out before everything was queued
         self._ends = torch.cuda.Stream(device)  # where the end of a timed call waits for the runner's "done"
+        self._release = torch.cuda.Stream(device)  # where the judge writes a killed runner's nonce itself
 
-    def _stuck(self, runner: Any, end: torch.cuda.Event) -> None:
-        """The call's work did not end by its deadline: the runner is killed and the call is a timeout. Measured on
-        an H100 (benchmarks/probe_stuck_wait.py, RESULTS.md): once the runner's context is gone its "done" never
-        completes, nothing the judge records releases the wait, and the judge's whole GPU context hangs on it; so,
-        unless the end came in after all, the context is lost (`ContextStuck`: this job's verdict is a timeout, and
-        the shared judge exits for a fresh one)."""
+    def _stuck(self, runner: Any, end: torch.cuda.Event, nonce: int | None) -> None:
+        """The call's work did not end by its deadline: the runner is killed and the call is a timeout. The end
+        waits for the nonce in the judge's own flag, so the judge releases it by writing the nonce itself (measured
+        on an H100, benchmarks/probe_wait_value.py: the end completes at once and the context stays usable). Where
+        the end waits for the runner's "done" event instead (a driver without stream memory operations) nothing
+        releases it once the runner's context is gone (benchmarks/probe_stuck_wait.py: the judge's whole GPU context
+        hangs on it): unless the end came in after all, the context is lost (`ContextStuck`: this job's verdict is
+        a timeout, and the shared judge exits for a fresh one)."""
         from kernel_gym.judge.runners import RunnerFailure
 
         runner.kill()
+        if nonce is not None:
+            stream_values.write(self._release.cuda_stream, runner.flag.tensors[0].data_ptr(), nonce)
         if not _finished(end, time.monotonic() + RELEASE_S):
             raise ContextStuck("a timed call's work never ended, and the judge's stream waiting for it cannot be "
                                "released: the judge's GPU context is lost")
@@ -152,18 +163,25 @@ class CudaClock(_Clock):
         go.record()
         if not gate_ms:  # no gate to hold streams that do not wait for "go": the inputs are in place before the request
             go.synchronize()
-        reply = runner.request(op, deadline=deadline, timed=True, gate=bool(gate_ms), **fields)
-        lead = (_perf_counter() - t0) * 1e3
-        # Valid only if the GPU is still in the gate now that both sides have queued everything: then no host time
-        # (the judge's own, a busy machine's, the runner's) is inside the interval. Otherwise the caller retakes it.
-        missed = bool(gate_ms) and start.query()
-        # The end waits for "done" on a stream of its own (non-blocking: nothing else of the judge's waits behind
-        # it), and the judge polls it until the call's deadline: a runner whose kernel never ends never holds the
-        # judge (a device-wide synchronize would wait for it forever, and every job with it).
-        self._ends.wait_event(done)
+        nonce = secrets.randbits(62) + 1 if getattr(runner, "flag", None) is not None else None  # never 0, the flag's first value
+        reply = runner.request(op, deadline=deadline, timed=True, gate=bool(gate_ms), nonce=nonce, **fields)
+        # The end waits, on a stream of its own (non-blocking: nothing else of the judge's waits behind it), for the
+        # nonce in the judge's flag (the runner writes it after its work and its outputs' copy), else for "done".
+        # The nonce is new each call: nothing queued before the request can end its interval.
+        if nonce is not None:
+            stream_values.wait(self._ends.cuda_stream, runner.flag.tensors[0].data_ptr(), nonce)
+        else:
+            self._ends.wait_event(done)
         end.record(self._ends)
+        lead = (_perf_counter() - t0) * 1e3
+        # Valid only if the GPU is still in the gate now that both sides have queued everything, the end included:
+        # then no host time (the judge's own, a busy machine's, the runner's) is inside the interval. Otherwise the
+        # caller retakes it.
+        missed = bool(gate_ms) and start.query()
+        # The judge polls the end until the call's deadline: a runner whose kernel never ends never holds the judge
+        # (a device-wide synchronize would wait for it forever, and every job with it).
         if not _finished(end, max(deadline, time.monotonic() + 0.5)):  # (a compile segment moved the request's)
-            self._stuck(runner, end)
+            self._stuck(runner, end, nonce)
         t1 = _perf_counter()
         if gate_ms:  # the next gate covers the recent leads of both sides with room to spare
             self._leads.append(lead)

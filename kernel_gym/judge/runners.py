@@ -112,6 +112,7 @@ class RunnerProcess:
         self.log_offset = 0
         self.dead = False
         self.events: tuple | None = None  # cuda: the judge's "go" and "done" interprocess events for it
+        self.flag: Any = None  # cuda: the judge's 8 bytes the runner writes each timed call's nonce into (an Arena)
         self.limits: list[str] = []  # what confined it (its first job's `begin` says)
         self.isolation: dict[str, Any] = {}  # its uid, capabilities, namespaces, as the judge saw them then
         self.builds = role == "candidate"  # its load_inline calls are built by the judge's build service
@@ -146,19 +147,28 @@ class RunnerProcess:
         return self.ready_info
 
     def _bind_events(self, deadline: float) -> None:
-        """The runner's "go" and "done" interprocess events, made by the judge once and opened by the runner
-        before it is confined (event handles may need files the confined runner cannot open)."""
+        """The runner's "go" and "done" interprocess events and its flag (8 bytes of the judge's, alone in their
+        allocation, where the runner writes each timed call's nonce after its work: the end the judge waits for
+        where the driver takes stream memory operations), made by the judge once and opened by the runner before it
+        is confined (event handles may need files the confined runner cannot open)."""
         import base64
 
         import torch
 
+        from kernel_gym.harness import stream_values
+        from kernel_gym.sandbox.shared import Arena, Spec
+
         events = {name: torch.cuda.Event(interprocess=True) for name in ("go", "done")}
         for e in events.values():
             e.record()  # recorded once, so that a wait before the first real record passes at once
+        fields = {name: base64.b64encode(e.ipc_handle()).decode() for name, e in events.items()}
+        if stream_values.usable(torch.cuda.current_device()):
+            self.flag = Arena([Spec((1,), "int64")], torch.device("cuda"))
+            self.flag.tensors[0].zero_()
+            fields["flag"] = self.flag.descriptor()[0]
         torch.cuda.synchronize()
         self.events = (events["go"], events["done"])
-        self.request("events", deadline=deadline, stage="compile",
-                     **{name: base64.b64encode(e.ipc_handle()).decode() for name, e in events.items()})
+        self.request("events", deadline=deadline, stage="compile", **fields)
 
     def mark_job_start(self) -> None:
         self.build_ms = 0.0  # this job's time in the judge's build service (load_inline), cache hits included

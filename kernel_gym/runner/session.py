@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from kernel_gym import cuda_raw
-from kernel_gym.harness import cuda, integrity, launches
+from kernel_gym.harness import cuda, integrity, launches, stream_values
 from kernel_gym.harness.errors import classify, describe_failure, trim
 from kernel_gym.harness.integrity import Snapshot
 from kernel_gym.harness.timing import gated_streams, hold_new_streams
@@ -45,6 +45,7 @@ class Session:
         self.models: dict[str, Any] = {}
         self.slots: dict[str, Attached] = {}
         self.events: dict[str, Any] = {}
+        self.flag: Attached | None = None  # cuda: the judge's flag a timed call's nonce is written into
         self.workdir: Path | None = None
         self.compiled = False
         self.triton_launches: dict = {}
@@ -148,14 +149,25 @@ class Session:
         self.slots[slot] = Attached(descriptor, fds, self.device)
         return {}
 
-    def bind_events(self, **handles: str) -> dict[str, Any]:
+    def bind_events(self, flag: dict[str, Any] | None = None, **handles: str) -> dict[str, Any]:
         """The judge's interprocess events: "go" (the call's inputs are in place and it may start) and "done" (its
-        work is over and its outputs are in the judge's buffers: the end of the timed interval)."""
+        work is over and its outputs are in the judge's buffers: the end of the timed interval); and, where the
+        driver takes stream memory operations, the judge's flag: "done" is then the call's nonce written there."""
         import base64
 
         self.events = {name: torch.cuda.Event.from_ipc_handle(self.device, base64.b64decode(handle))
                        for name, handle in handles.items() if name in ("go", "done")}
+        if flag is not None:
+            stream_values.bind()
+            self.flag = Attached(flag, [], self.device)
         return {}
+
+    def finish(self, stream: Any, nonce: int | None) -> None:
+        """The end of a timed call's work on `stream`: the nonce into the judge's flag, else the "done" event."""
+        if nonce is not None and self.flag is not None:
+            stream_values.write(stream.cuda_stream, self.flag.tensors[0].data_ptr(), nonce)
+        else:
+            self.events["done"].record(stream)
 
     # ---- calls ---------------------------------------------------------------------------------------------------
     def inputs(self, spec: list[Any], slot: str) -> list[Any]:
@@ -174,7 +186,7 @@ class Session:
              audit: bool = False, ablate: bool = False, profile: bool = False, poison: int = 0,
              own_names: list[str] | None = None, exclude_library_gemm: bool = False,
              exclude_kernels: list[str] | None = None,
-             record: bool = False, gate: bool = False) -> dict[str, Any]:
+             record: bool = False, gate: bool = False, nonce: int | None = None) -> dict[str, Any]:
         """Call a model once on the judge's inputs and copy its outputs into the judge's buffers. `record`: keep
         the Triton launches' configurations (the first call; for the resource signals)."""
         import contextlib
@@ -193,7 +205,7 @@ class Session:
             with torch.no_grad(), (collect.record_launches() if record else contextlib.nullcontext()) as seen:
                 self._run(fn, args, timed=timed, audit=audit, profile=profile, own_names=own_names or [],
                                 exclude_library_gemm=exclude_library_gemm, evidence=evidence, slot_out=slot_out, gate=gate,
-                                exclude_kernels=exclude_kernels or [])
+                                exclude_kernels=exclude_kernels or [], nonce=nonce)
         finally:
             launches.STATE.ablate = False
         if record and seen is not None:
@@ -213,7 +225,7 @@ class Session:
 
     def _run(self, fn: Any, args: list[Any], *, timed: bool, audit: bool, profile: bool, own_names: list[str],
              exclude_library_gemm: bool, evidence: dict[str, Any], slot_out: str | None, gate: bool,
-             exclude_kernels: list[str] = ()) -> None:
+             exclude_kernels: list[str] = (), nonce: int | None = None) -> None:
         cuda_dev = self.device.type == "cuda"
         gc_was_enabled = gc.isenabled()
         if timed:  # no collection pause inside a timed call (as timeit does; the judge collects before timing)
@@ -264,7 +276,7 @@ class Session:
         # a "done" recorded early reads as unwritten outputs (the copy's cost is in the judge's calibration)
         self.deliver(out, slot_out, evidence)
         if timed and cuda_dev:
-            self.events["done"].record(torch.cuda.current_stream(self.device))
+            self.finish(torch.cuda.current_stream(self.device), nonce)
             if probe is not None:
                 self.mark.append(time.perf_counter())  # joined, copied, "done" recorded
         elif cuda_dev:
@@ -315,7 +327,8 @@ class Session:
         marks, self.marks = self.marks, []
         return {"probe": [round(s.elapsed_time(e), 5) for s, e in pairs], "marks": marks}
 
-    def noop(self, timed: bool = False, gate: bool = False, slot_out: str | None = None) -> dict[str, Any]:
+    def noop(self, timed: bool = False, gate: bool = False, slot_out: str | None = None,
+             nonce: int | None = None) -> dict[str, Any]:
         """The calibration call: no model, one empty kernel (so that the GPU switches to this process's context as a
         real call makes it) and the copy of an output of the slot's shapes into the judge's buffers, between "go"
         and "done" as in a real call."""
@@ -332,7 +345,7 @@ class Session:
             for t, o in zip(targets, self.scratch[key]):
                 t.copy_(o)
         if timed and cuda_dev:
-            self.events["done"].record(stream)
+            self.finish(stream, nonce)
         return {}
 
     def collect(self, poison: int = 0) -> dict[str, Any]:

@@ -79,6 +79,17 @@ def _views(base: torch.Tensor, specs: list[Spec], offsets: list[int]) -> list[to
     return [base[o:o + s.nbytes].view(dtype_of(s.dtype)).view(s.shape) for s, o in zip(specs, offsets)]
 
 
+def _alone(size: int, device: torch.device) -> tuple[torch.Tensor, Any]:
+    """`size` bytes of device memory in an allocation that holds nothing else. CUDA IPC maps a runner the whole
+    allocation (the caching allocator's segment) a shared tensor lies in, not the tensor alone: from torch's shared
+    pool, a runner could reach whatever else of the judge's shares that segment (another job's buffers, the
+    reference's outputs, another runner's flag). A private memory pool per arena keeps its segment to itself."""
+    pool = torch.cuda.MemPool()
+    with torch.cuda.use_mem_pool(pool, device):
+        base = torch.empty(size, dtype=torch.uint8, device=device)
+    return base, pool
+
+
 class Arena:
     """Judge side: tensors of the given specs in memory that one runner can map."""
 
@@ -87,8 +98,9 @@ class Arena:
         offsets, size = _offsets(self.specs)
         self._fd: int | None = None
         self._mm: mmap.mmap | None = None
+        self._pool = None
         if device.type == "cuda":
-            self.base = torch.empty(size, dtype=torch.uint8, device=device)
+            self.base, self._pool = _alone(size, device)
         else:
             self._fd = os.memfd_create("kernel_gym_arena", os.MFD_CLOEXEC)
             os.ftruncate(self._fd, size)
@@ -110,6 +122,7 @@ class Arena:
     def close(self) -> None:
         self.tensors = []
         self.base = None
+        self._pool = None
         if self._mm is not None:
             try:
                 self._mm.close()

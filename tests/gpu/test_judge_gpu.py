@@ -54,6 +54,41 @@ class ModelNew(nn.Module):
 '''
 
 
+EARLY_VALUE = '''
+import ctypes
+import sys
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+_write = ctypes.CDLL("libcuda.so.1").cuStreamWriteValue64_v2
+_write.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_uint]
+
+
+@triton.jit
+def _relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=mask), 0.0), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        frame = sys._getframe(1)  # the runner's call: this call's nonce and the judge's flag
+        while frame is not None and not (frame.f_code.co_name == "call" and "nonce" in frame.f_locals):
+            frame = frame.f_back
+        if frame is not None and frame.f_locals["nonce"] is not None:
+            session = frame.f_locals["self"]
+            _write(torch.cuda.current_stream().cuda_stream, session.flag.tensors[0].data_ptr(),
+                   frame.f_locals["nonce"], 0)  # the judge's interval would end here, before any work
+        y = torch.empty_like(x)
+        for _ in range(20):  # 20x the work, hidden after the forged end
+            _relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
+        return y
+'''
+
+
 @pytest.fixture(scope="module")
 def cuda_pool():
     from kernel_gym.judge.pool import WorkerPool
@@ -75,13 +110,36 @@ def test_genuine_timed_by_the_judge(cuda_pool):
     assert 0.3 < result.speedup < 3.0, result.timing  # a ReLU against torch.relu: near 1
 
 
-def test_early_done_reads_as_unwritten_outputs(cuda_pool):
-    """Timer class: the candidate records the runner's "done" event before its work (and leaves a dummy for the
-    runner's own record). The outputs reach the judge's buffers only after the work, and the judge reads them right
-    after its end event, which follows that early "done": the timed rounds are wrong, never fast."""
-    result = cuda_pool.evaluate(job(EARLY_DONE, checks="none"))
-    assert not result.correct, (result.outcome, result.timing)
-    assert result.outcome in (Outcome.REJECTED, Outcome.MISMATCH), (result.outcome, result.message[:300])
+@pytest.mark.parametrize("attack", ["EARLY_DONE", "EARLY_VALUE"])
+def test_early_done_reads_as_unwritten_outputs(cuda_pool, attack):
+    """Timer class: the candidate ends the judge's interval before its work: it records the runner's "done" event
+    early (and leaves a dummy for the runner's own record), or writes this call's nonce into the judge's flag early
+    (found in the runner's frame). The outputs reach the judge's buffers only after the work, and the judge reads
+    them right after its end, which follows that early end: the timed rounds are wrong, never fast. (Where the end
+    waits for the nonce, the early "done" ends nothing: correct, and 20x slow.)"""
+    result = cuda_pool.evaluate(job(globals()[attack], checks="none"))
+    assert not result.correct or result.speedup < 0.3, (result.outcome, result.timing)
+    if attack == "EARLY_VALUE":
+        assert result.outcome in (Outcome.REJECTED, Outcome.MISMATCH), (result.outcome, result.message[:300])
+
+
+def test_a_shared_buffer_is_alone_in_its_allocation():
+    """CUDA IPC maps a runner the whole allocation a shared tensor lies in. Two small arenas (a job's inputs and the
+    flag, both well under the caching allocator's 2 MB segments) and a judge tensor made between them: each arena's
+    segment holds that arena alone, so no runner reaches another's buffers or the judge's."""
+    import torch
+
+    from kernel_gym.sandbox.shared import Arena, Spec
+
+    a = Arena([Spec((64, 64), "float32")], torch.device("cuda"))
+    secret = torch.randn(64, 64, device="cuda")
+    b = Arena([Spec((1,), "int64")], torch.device("cuda"))
+    segments = torch.cuda.memory_snapshot()
+    for arena in (a, b):
+        ptr = arena.base.data_ptr()
+        seg = next(s for s in segments if s["address"] <= ptr < s["address"] + s["total_size"])
+        live = [blk for blk in seg["blocks"] if blk["state"] == "active_allocated"]
+        assert len(live) == 1 and not (seg["address"] <= secret.data_ptr() < seg["address"] + seg["total_size"]), seg
 
 
 def test_gate_holds_the_streams_a_solution_made():
