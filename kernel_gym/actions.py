@@ -17,7 +17,8 @@ _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})\s*([\w+#.-]*)")
 _TRITON = re.compile(r"@\s*triton\.(jit|autotune|heuristics)|import\s+triton")
 _CUDA = re.compile(r"load_inline|__global__|cpp_extension")
 _RAW = re.compile(r"\bkernel_gym\.cuda_raw\b|from\s+kernel_gym\s+import\s+[^\n]*\bcuda_raw\b")
-_BACKENDS = ("triton", "cuda", "cuda_raw")
+_HELION = re.compile(r"^\s*(?:import\s+helion\b|from\s+helion\b)|@\s*helion\.(?:kernel|jit)\b", re.MULTILINE)
+_BACKENDS = ("triton", "cuda", "cuda_raw", "helion")
 
 
 @dataclass(frozen=True)
@@ -75,11 +76,14 @@ def _junk_message(text: str) -> str | None:
 
 def detect_backend(code: str) -> str | None:
     """'cuda_raw' when the code uses kernel_gym.cuda_raw, 'cuda' when it builds CUDA (load_inline / __global__),
-    else 'triton' when it uses Triton."""
+    'helion' when it imports Helion (its kernels compile to Triton, so this comes before Triton), else 'triton' when
+    it uses Triton."""
     if _RAW.search(code):
         return "cuda_raw"
     if _CUDA.search(code):
         return "cuda"
+    if _HELION.search(code):
+        return "helion"
     if _TRITON.search(code):
         return "triton"
     return None

@@ -114,7 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--task", required=True, help="a task id (kernel-gym tasks) or a KernelBench-format .py file")
     ev.add_argument("--solution", required=True,
                     help="a Python file defining ModelNew, or a model response whose last fenced block is the code")
-    ev.add_argument("--backend", default="auto", choices=("auto", "triton", "cuda", "cuda_raw"),
+    ev.add_argument("--backend", default="auto", choices=("auto", "triton", "cuda", "cuda_raw", "helion"),
                     help="auto: detected from the code")
     ev.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"),
                     help="auto: cuda when a GPU is visible, else cpu (the CPU backend)")

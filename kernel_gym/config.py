@@ -12,7 +12,7 @@ from kernel_gym.errors import ConfigError, UnknownPresetError
 from kernel_gym.eval.job import EvalConfig
 from kernel_gym.paths import data_dir
 
-BACKENDS = ("auto", "triton", "cuda", "cuda_raw")
+BACKENDS = ("auto", "triton", "cuda", "cuda_raw", "helion")
 DEVICES = ("auto", "cpu", "cuda")
 
 
@@ -23,8 +23,9 @@ class EnvConfig:
     task: str | list[str] = "level1/relu"
     """A task id, a path to a KernelBench-format file, a list of them, or "suite:<name>" (sampled at reset)."""
     backend: str = "auto"
-    """"triton", "cuda" (load_inline), "cuda_raw" (NVRTC kernels via kernel_gym.cuda_raw) or "auto" (detected
-    from each response's code)."""
+    """"triton", "cuda" (load_inline), "cuda_raw" (NVRTC kernels via kernel_gym.cuda_raw), "helion" (`@helion.kernel`
+    functions, compiled by Helion into Triton; the optional extra `kernel-gym[helion]`) or "auto" (detected from
+    each response's code)."""
     device: str = "auto"
     """"cuda", "cpu" or "auto" (cuda when available)."""
     max_turns: int = 8

@@ -97,7 +97,7 @@ class KernelRefineEnv(gym.Env):
     | name | type | default | meaning |
     |---|---|---|---|
     | task | str or list | "level1/relu" | task id, KernelBench file path, list, or "suite:level1" |
-    | backend | str | "auto" | "triton", "cuda", "cuda_raw" or "auto" |
+    | backend | str | "auto" | "triton", "cuda", "cuda_raw", "helion" or "auto" |
     | device | str | "auto" | "cuda", "cpu" or "auto" |
     | max_turns | int | 8 | turns per episode |
     | score | str or callable | "kevin" | per-turn score |
@@ -265,7 +265,7 @@ class KernelRefineEnv(gym.Env):
     def _job(self, parsed: ParsedAction) -> EvalJob:
         cfg = self.config
         eval_config = cfg.eval_config(device=self.device, seed=int(self.np_random.integers(2**31 - 1)))
-        backend = parsed.backend or (cfg.backend if cfg.backend in ("cuda", "cuda_raw") else "triton")
+        backend = parsed.backend or (cfg.backend if cfg.backend in ("cuda", "cuda_raw", "helion") else "triton")
         return job_for(self.task, parsed.code or "", backend=backend, config=eval_config, size=cfg.size)
 
     def _observation(self) -> str:

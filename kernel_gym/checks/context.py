@@ -6,6 +6,7 @@ import ast
 import re
 from collections.abc import Iterator
 
+from . import helion
 from .astutil import Names, docstring_nodes, parent_map, string_literals
 from .classattrs import AttrInfo, class_attrs
 from .cpp import cpp_sources
@@ -50,6 +51,7 @@ class Context:
         self.jit: set[str] = set()
         self.jit_nodes: set[int] = set()
         self.custom_ops: dict[str, ast.AST] = {}
+        self.helion: dict[str, ast.AST] = {}  # backend="helion": its kernels (checks/helion.py)
         for node in ast.walk(self.tree):
             if isinstance(node, ast.ClassDef):
                 self.classes[node.name] = node
@@ -58,6 +60,9 @@ class Context:
                 if self.is_jit_def(node):
                     self.jit.add(node.name)
                     self.jit_nodes.add(id(node))
+                elif helion.is_kernel_def(node, self.resolve) and not isinstance(self.parents.get(node), ast.ClassDef):
+                    self.helion[node.name] = node
+                    self.functions[node.name] = node
                 elif not isinstance(self.parents.get(node), ast.ClassDef):
                     self.functions[node.name] = node
                 for d in node.decorator_list:
@@ -65,6 +70,13 @@ class Context:
                     if r.startswith("torch.library.") and isinstance(d, ast.Call) and d.args \
                             and isinstance(d.args[0], ast.Constant):
                         self.custom_ops[str(d.args[0].value)] = node
+        for node in ast.walk(self.tree):  # helion.kernel(fn, config=...): fn is a Helion kernel too
+            if isinstance(node, ast.Call) and helion.kernel_call(node, self.resolve) \
+                    and isinstance(node.args[0], ast.Name) and node.args[0].id in self.functions:
+                self.helion[node.args[0].id] = self.functions[node.args[0].id]
+        # their hl.tile/hl.grid loops are device code: Helion's kernel, never walked as the forward path's PyTorch
+        self.device_nodes = {id(loop): loop for fn in self.helion.values()
+                             for loop in helion.device_loops(fn, self.resolve)}
         for stmt in self.tree.body:  # module-level lambdas act as functions
             if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Lambda):
                 for t in stmt.targets:
@@ -97,13 +109,16 @@ class Context:
         self.ext_fn_names: set[str] = set()  # hold a function of an extension (``fn = ext.relu``), or a container of them
         self.ext_fn_attrs: set[str] = set()
         self.ext_factories: set[str] = set()
+        self.helion_names: set[str] = set()  # hold a Helion kernel (``k = relu_kernel``, ``self.k = ...``)
+        self.helion_attrs: set[str] = set()
         for _ in range(4):  # small fixpoint: aliases of aliases, factories returning factories
             for target, value in list(self._assignments()) + list(self._bound_arguments()):
                 while isinstance(target, ast.Subscript):
                     target = target.value
                 for hit, names, attrs in ((self._holds_kernel(value), self.kernel_names, self.kernel_attrs),
                                           (self.is_ext(value), self.ext_names, self.ext_attrs),
-                                          (self._holds_ext_fn(value), self.ext_fn_names, self.ext_fn_attrs)):
+                                          (self._holds_ext_fn(value), self.ext_fn_names, self.ext_fn_attrs),
+                                          (self.holds_helion(value), self.helion_names, self.helion_attrs)):
                     if hit and isinstance(target, ast.Name):
                         names.add(target.id)
                     elif hit and isinstance(target, ast.Attribute):
@@ -135,6 +150,19 @@ class Context:
         if isinstance(value, ast.Attribute):
             return value.attr in self.ext_fn_attrs and isinstance(value.value, ast.Name)
         return False
+
+    def holds_helion(self, value: ast.AST) -> bool:
+        """A Helion kernel that generates a kernel (it has a device loop), or a name/``self.<attr>`` holding one."""
+        if isinstance(value, ast.Call) and helion.kernel_call(value, self.resolve):
+            value = value.args[0]
+        if isinstance(value, ast.Name):
+            fn = self.helion.get(value.id)
+            return (fn is not None and self.has_device_code(fn)) or value.id in self.helion_names
+        return isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name) \
+            and value.attr in self.helion_attrs
+
+    def has_device_code(self, fn: ast.AST) -> bool:
+        return any(id(loop) in self.device_nodes for loop in helion.device_loops(fn, self.resolve))
 
     def _bound_arguments(self) -> Iterator[tuple[ast.expr, ast.expr]]:
         """(parameter, argument) for every call of a solution function, method or class (its ``__init__``) whose
@@ -248,19 +276,23 @@ class Context:
         return None
 
     def walk(self, fr: FnRef) -> Iterator[ast.AST]:
-        """Every node of a forward-path function, not descending into @triton.jit kernels."""
+        """Every node of a forward-path function, not descending into @triton.jit kernels or the device loops of
+        Helion kernels (their code is the kernel)."""
         todo = [fr.node]
         while todo:
             node = todo.pop()
             yield node
-            todo += [c for c in ast.iter_child_nodes(node)
-                     if id(c) not in self.jit_nodes and id(c) not in self.annotations]
+            todo += [c for c in ast.iter_child_nodes(node) if id(c) not in self.jit_nodes
+                     and id(c) not in self.annotations and id(c) not in self.device_nodes]
 
     def launch_kind(self, n: ast.AST) -> str | None:
-        """'triton' for ``kernel[grid](...)``, 'cuda' for a call into a load_inline module."""
+        """'triton' for ``kernel[grid](...)``, 'cuda' for a call into a load_inline module, 'helion' for a call of a
+        Helion kernel that has a device loop."""
         if not isinstance(n, ast.Call):
             return None
         f = n.func
+        if self.helion and not isinstance(f, ast.Subscript) and self.holds_helion(f):
+            return "helion"
         if isinstance(f, ast.Subscript) and self.references_jit(f.value):
             return "triton"
         if self.has_global_kernel and not isinstance(f, ast.Attribute) and self._holds_ext_fn(f):

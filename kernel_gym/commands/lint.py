@@ -29,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--task", required=True, help="a suite id (level1/relu) or a KernelBench-format .py path")
     parser.add_argument("--solution", required=True, help="a solution .py file, or a response with a ``` block")
     parser.add_argument("--checks", default="standard", help="anti-hack preset (strict, kevin-strict, standard, ...)")
-    parser.add_argument("--backend", default="auto", choices=("auto", "triton", "cuda", "cuda_raw"))
+    parser.add_argument("--backend", default="auto", choices=("auto", "triton", "cuda", "cuda_raw", "helion"))
     parser.add_argument("--json", action="store_true", help="print the verdict as one JSON object")
     parser.add_argument("--exit-code", action="store_true", help="exit with 1 when a rule fired")
     parser.set_defaults(func=run)

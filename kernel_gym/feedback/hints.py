@@ -6,6 +6,11 @@ mistake a hack. Registered in `HINTS` (name -> function returning the hint text 
 - `tf32_dot`: a WRONG OUTPUT on a float32 task from Triton code whose `tl.dot` runs in TF32 (Triton's default for
   fp32 inputs: about 10 mantissa bits, errors near 1e-3, above the fp32 tolerance) — pass
   `input_precision="ieee"`.
+- `helion_tf32_dot`: the same for a Helion kernel with a matmul in its code: Helion's dots are TF32 on fp32 inputs
+  unless the kernel says `dot_precision="ieee"`.
+- `helion_config`: a Helion kernel given no config: this environment does not autotune (HELION_DISALLOW_AUTOTUNING).
+- `helion_cpu_math`: on the CPU backend, Helion lowers torch.exp/tanh/erf/rsqrt/... to Triton's libdevice, which the
+  Triton interpreter cannot run (the calls return None).
 """
 
 from __future__ import annotations
@@ -99,3 +104,50 @@ def _tf32_dot(result: EvalResult, ctx: HintContext) -> str | None:
     return ("`tl.dot` on float32 inputs runs in TF32 by default in Triton (about 10 mantissa bits, errors near "
             "1e-3), which is outside this float32 task's tolerance. Pass `input_precision=\"ieee\"` to the "
             f"`tl.dot` call(s) on line {where} to keep full fp32 precision (a precision fix, not a rule violation).")
+
+
+_HELION_DOTS = ("matmul", "mm", "bmm", "addmm", "baddbmm", "dot")
+
+
+def _helion_dot_without_ieee(code: str) -> bool:
+    """A Helion solution with a matmul (torch.matmul/mm/bmm/addmm/baddbmm, hl.dot, `@`) and no dot_precision="ieee"."""
+    try:
+        tree = parse_source(code)
+    except (SyntaxError, ValueError):
+        return False
+    if "helion" not in code or any(isinstance(n, ast.keyword) and n.arg == "dot_precision" and isinstance(
+            n.value, ast.Constant) and n.value.value == "ieee" for n in ast.walk(tree)):
+        return False
+    return any((isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _HELION_DOTS)
+               or (isinstance(n, ast.BinOp) and isinstance(n.op, ast.MatMult)) for n in ast.walk(tree))
+
+
+@hint("helion_tf32_dot")
+def _helion_tf32_dot(result: EvalResult, ctx: HintContext) -> str | None:
+    if result.outcome is not Outcome.MISMATCH or ctx.dtype != "float32" or ctx.allow_precision or not ctx.code \
+            or not _helion_dot_without_ieee(ctx.code):
+        return None
+    return ("Helion runs the matmuls of a kernel in TF32 on float32 inputs by default (about 10 mantissa bits), "
+            "outside this float32 task's tolerance: pass `dot_precision=\"ieee\"` to `@helion.kernel(...)` "
+            "(a precision fix, not a rule violation).")
+
+
+@hint("helion_config")
+def _helion_config(result: EvalResult, ctx: HintContext) -> str | None:
+    if result.outcome is not Outcome.COMPILE_ERROR or "Autotuning is disabled" not in (result.message or ""):
+        return None
+    return ("This environment does not autotune Helion kernels: give each one a fixed config, e.g. "
+            "`@helion.kernel(config=helion.Config(block_sizes=[64, 64]))` (one block size per `hl.tile` dimension, "
+            "in order), or `autotune_effort=\"none\"` for Helion's default config.")
+
+
+@hint("helion_cpu_math")
+def _helion_cpu_math(result: EvalResult, ctx: HintContext) -> str | None:
+    message = result.message or ""
+    if result.outcome is not Outcome.COMPILE_ERROR or "InterpreterError" not in message or "None" not in message \
+            or not ctx.code or "helion" not in ctx.code:
+        return None
+    return ("On the CPU backend Triton runs under its interpreter, which cannot run libdevice math: Helion lowers "
+            "torch.exp, exp2, tanh, erf, rsqrt and a few more to it (their results read as None). On a GPU they "
+            "compile; here use what the interpreter has (torch.sigmoid, torch.log, torch.sqrt, arithmetic), or "
+            "evaluate on a GPU.")

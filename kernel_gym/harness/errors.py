@@ -123,11 +123,13 @@ def classify(exc: BaseException, stage: str) -> tuple[Outcome, bool]:
 
 
 def _is_compile_failure(exc: BaseException) -> bool:
-    """Triton JIT errors (CompilationError on GPU, InterpreterError under the CPU interpreter) and build failures."""
+    """Triton JIT errors (CompilationError on GPU, InterpreterError under the CPU interpreter), Helion's own errors
+    (helion.exc: it compiles a kernel at its first call, so a bad config or an unsupported op raises there) and
+    build failures."""
     name = type(exc).__name__
     from kernel_gym import cuda_raw
 
     if isinstance(exc, cuda_raw.CompileError):  # NVRTC
         return True
     return (name in ("CompilationError", "CompileTimeAssertionFailure", "InterpreterError", "CalledProcessError")
-            or type(exc).__module__.split(".")[0] == "triton")
+            or type(exc).__module__.split(".")[0] in ("triton", "helion"))

@@ -25,6 +25,10 @@ _WATCHED_MODULES = ("torch", "torch.cuda", "torch.nn.functional", "time", "built
                     "kernel_gym.runner.refusal", "kernel_gym.tasks.loading", "kernel_gym.sandbox.channel",
                     "kernel_gym.sandbox.shared", "kernel_gym.cuda_raw", "kernel_gym.harness.cuda",
                     "torch.utils.cpp_extension", "kernel_gym.harness.launches", "kernel_gym.harness.profile")
+# Kernel DSLs a solution imports itself (not preloaded): their compiled kernels, settings and functions stay in
+# memory after the job, where the next job of the runner would meet whatever this one left in them (a patched
+# `helion.kernel`): a runner whose job imported one is not reused.
+JOB_IMPORTED_DSLS = ("helion",)
 _WATCHED_CLASSES = (torch.Tensor, torch.cuda.Event, torch.nn.Module, threading.Thread)
 # The harness's own classes, resolved when the snapshot is taken (their methods decide the verdict).
 _WATCHED_CLASS_NAMES = ("kernel_gym.runner.session.Session", "kernel_gym.sandbox.channel.Channel",
@@ -162,6 +166,7 @@ def process_state() -> dict[str, Any]:
         "sys_path": list(sys.path),
         "fileless_modules": sorted(name for name, module in list(sys.modules.items())
                                    if isinstance(module, types.ModuleType) and _fileless(module)),
+        "kernel_dsls": [name for name in JOB_IMPORTED_DSLS if name in sys.modules],
     }
 
 
@@ -174,7 +179,8 @@ def _fileless(module: types.ModuleType) -> bool:
 
 def restore_state(before: dict[str, Any]) -> list[str]:
     """Put back what a job changed of `process_state()`: dtype, device, grad mode, threads, environment and import
-    path are reset; what cannot be (modules made in memory) is returned by name, and that runner is not reused."""
+    path are reset; what cannot be (modules made in memory, a kernel DSL the job imported) is returned by name, and
+    that runner is not reused."""
     now = process_state()
     changed = state_changes(before, now)
     if not changed:
@@ -200,4 +206,6 @@ def state_changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
     found += [f"environ[{k!r}]" for k in sorted(set(env_a) | set(env_b)) if env_a.get(k) != env_b.get(k)]
     found += [f"sys.modules[{m!r}] (made in memory)"
               for m in sorted(set(after.get("fileless_modules", ())) - set(before.get("fileless_modules", ())))]
+    found += [f"sys.modules[{m!r}] (a kernel DSL imported by the job)"
+              for m in sorted(set(after.get("kernel_dsls", ())) - set(before.get("kernel_dsls", ())))]
     return found[:20]

@@ -54,6 +54,7 @@ def _initialize(device: str, root: Path) -> Any:
     from kernel_gym import cuda_raw
 
     cuda_raw.TARGET_DEVICE = device  # raw-CUDA kernels launch only in a cuda runner
+    _no_tqdm_monitor()
     pin_precision(device)
     from kernel_gym.sandbox import shared
 
@@ -66,6 +67,17 @@ def _initialize(device: str, root: Path) -> Any:
 
         track_streams()  # the streams the launch gate holds: those the solution makes, tracked before any of it runs
     return Snapshot()
+
+
+def _no_tqdm_monitor() -> None:
+    """tqdm's first progress bar starts a `tqdm_monitor` thread that outlives the call (torch.fx's interpreter makes
+    a disabled bar while Helion compiles a kernel), so the background-thread check would reject every Helion
+    solution: the monitor is off in runners. A solution that turns it back on starts a thread of its own."""
+    try:
+        import tqdm
+    except ImportError:
+        return
+    tqdm.tqdm.monitor_interval = 0
 
 
 STAGES = {"load": "compile", "build": "first_call"}

@@ -69,7 +69,10 @@ def worker_environment(workdir: Path, device: str, gpu: int | None, pythonpath: 
                # a runner's uid of its own has no passwd entry: libraries that ask who runs them (getpass.getuser,
                # torch's default cache folders) read these instead of failing (measured: Triton + torch.profiler under
                # a dropped uid on an H100, KeyError 'getpwuid(): uid not found')
-               LOGNAME=RUNNER_USER, USER=RUNNER_USER)
+               LOGNAME=RUNNER_USER, USER=RUNNER_USER,
+               # Helion autotunes a kernel given no config (minutes of benchmarking inside the first call): a
+               # solution names its config (config=, one of configs=, or autotune_effort="none") or gets Helion's error
+               HELION_DISALLOW_AUTOTUNING="1")
     home = cuda_home()
     if home:
         env["CUDA_HOME"] = home
@@ -92,7 +95,7 @@ def job_environment(folder: Path) -> dict[str, str]:
     under the key of the next job's, a module on the import path)."""
     return {"HOME": str(folder), "TMPDIR": str(folder), "TRITON_CACHE_DIR": str(folder / "triton"),
             "TORCH_EXTENSIONS_DIR": str(folder / "extensions"), "TORCHINDUCTOR_CACHE_DIR": str(folder / "inductor"),
-            "XDG_CACHE_HOME": str(folder / ".cache")}
+            "XDG_CACHE_HOME": str(folder / ".cache"), "HELION_CACHE_DIR": str(folder / "helion")}
 
 
 def _libc() -> ctypes.CDLL | None:

@@ -140,7 +140,7 @@ def extension_files(*holders: Any) -> list[Path]:
 
 def _gpu_kernels(backend: str, code: str, launches: dict[int, Launch], holders: tuple[Any, ...],
                  capability: tuple[int, int]) -> list[KernelResources]:
-    if backend == "triton":
+    if backend in ("triton", "helion"):  # (Helion's kernels are Triton kernels, launched through Triton)
         return triton_kernels(launches, capability[0] * 10 + capability[1])
     if backend == "cuda_raw":
         from kernel_gym import cuda_raw
@@ -162,7 +162,7 @@ def before_timing(*, job: Any, device: torch.device, launches: dict[int, Launch]
         holders = (cand_module, cand_model, type(cand_model))
         _part(out, "resources", lambda: resource_signals(
             _gpu_kernels(job.backend, job.code, launches, holders, capability), capability))
-    elif job.backend == "triton":
+    elif job.backend in ("triton", "helion"):
         _part(out, "resources", lambda: resource_signals(triton_kernels(launches), hardware.DEFAULT.capability))
     return out
 

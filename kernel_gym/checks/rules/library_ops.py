@@ -252,11 +252,14 @@ def _allowed(ctx: Context, kind: str, has_kernel: bool, op: str = "", final: boo
 def _message(ctx: Context, what: str, where: str, kind: str, has_kernel: bool, op: str = "",
              final: bool = False) -> str:
     """Why the finding is not allowed, then the policy's own sentence (the op audit's feedback quotes the same)."""
-    own = "your own Triton/CUDA kernel"
+    helion_code = bool(ctx.helion) or ctx.backend == "helion"
+    own = ("your own Helion kernel (inside its `for tile in hl.tile(...)` loop: code outside that loop runs as plain "
+           "PyTorch)") if helion_code else "your own Triton/CUDA kernel"
     preset = ctx.preset.library
     if preset != "standard":
+        kernels = "Helion kernels' hl.tile loops" if helion_code else "Triton/CUDA kernels"
         return (f"`{what}`{where} is PyTorch/library compute; the `{ctx.preset.name}` preset requires every "
-                f"computation in forward to run in your own Triton/CUDA kernels. Write it as a kernel. "
+                f"computation in forward to run in your own {kernels}. Write it as a kernel. "
                 + policy.explain(preset))
     if kind == GEMM:
         if ctx.task.single_gemm:
@@ -269,7 +272,8 @@ def _message(ctx: Context, what: str, where: str, kind: str, has_kernel: bool, o
                    f"GEMM/convolution to keep: it would do the task's work in the library. Compute it in {own}.")
         else:
             why = (f"`{what}`{where} is a GEMM/convolution library call, but forward launches no kernel of yours "
-                   "(a @triton.jit launch or a load_inline CUDA kernel) to do the rest of the work.")
+                   "(a @triton.jit launch, a load_inline CUDA kernel or a Helion kernel's hl.tile loop) to do the rest "
+                   "of the work.")
         return why + " " + policy.explain(preset, {"gemm"})
     if kind == EPILOGUE:
         if not ctx.task.final_reductions and ctx.task.known and ctx.task.ends_in:

@@ -6,22 +6,26 @@ from ..context import Context
 from ..registry import rule, violation
 
 NAME = "no_kernel"
-HOW = ("a @triton.jit kernel launched as `kernel[grid](...)`, or a function of a module built with "
-       "torch.utils.cpp_extension.load_inline whose CUDA source defines a __global__ kernel")
+HOW = ("a @triton.jit kernel launched as `kernel[grid](...)`, a function of a module built with "
+       "torch.utils.cpp_extension.load_inline whose CUDA source defines a __global__ kernel, or a @helion.kernel "
+       "function with a `for tile in hl.tile(...)` loop")
 
 
 @rule(NAME)
 def check(ctx: Context):
     """ModelNew.forward, or a solution function or method it reaches, launches at least one own
-    kernel: a ``@triton.jit`` function launched as ``kernel[grid](...)``, or a function of a
-    ``load_inline``-built module whose sources define a ``__global__`` kernel. A solution that is
-    only PyTorch (or launches no kernel of the requested backend) is rejected in every preset."""
+    kernel: a ``@triton.jit`` function launched as ``kernel[grid](...)``, a function of a
+    ``load_inline``-built module whose sources define a ``__global__`` kernel, or a ``@helion.kernel``
+    function with a device loop (``for tile in hl.tile(...)``/``hl.grid(...)``: Helion makes a kernel of it; a Helion
+    function without one is only PyTorch). A solution that is only PyTorch (or launches no kernel of the requested
+    backend) is rejected in every preset."""
     if "ModelNew" not in ctx.classes:
         yield violation(NAME, None, "no `class ModelNew` found; define ModelNew(nn.Module) whose forward "
                         f"launches your own kernel ({HOW}).")
         return
     backend = (ctx.backend or "auto").lower()
-    wanted = {"triton": {"triton"}, "cuda": {"cuda"}, "cuda_raw": {"cuda"}}.get(backend, {"triton", "cuda"})
+    wanted = {"triton": {"triton"}, "cuda": {"cuda"}, "cuda_raw": {"cuda"}, "helion": {"helion"}}.get(
+        backend, {"triton", "cuda", "helion"})
     kinds = {kind for _, kind, _ in ctx.launches}
     if kinds & wanted:
         return
@@ -36,6 +40,11 @@ def check(ctx: Context):
     if ctx.jit and not any(kind == "triton" for _, kind, _ in ctx.launches):
         extra = (f" (the @triton.jit kernel(s) {', '.join(sorted(ctx.jit))} are defined but never "
                  "launched from forward)")
+    elif ctx.helion and not any(ctx.has_device_code(fn) for fn in ctx.helion.values()):
+        extra = (f" (the @helion.kernel function(s) {', '.join(sorted(ctx.helion))} have no `for tile in hl.tile(...)` "
+                 "loop, so Helion generates no kernel from them: the code outside that loop runs as plain PyTorch)")
+    elif ctx.helion:
+        extra = f" (the @helion.kernel function(s) {', '.join(sorted(ctx.helion))} are defined but never called from forward)"
     elif ctx.cpp and not ctx.has_global_kernel:
         extra = " (the C++ source defines no __global__ kernel)"
     yield violation(NAME, line, f"ModelNew.forward launches no kernel of its own{extra}. Every solution "

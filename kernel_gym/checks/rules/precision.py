@@ -20,7 +20,7 @@ LOW = {  # resolved name -> precision class
 }
 FP32 = frozenset({"torch.float32", "torch.float", "triton.language.float32", "numpy.float32"})
 LOW_METHODS = {"half": "fp16", "bfloat16": "bf16"}
-PREC_ARGS = ("allow_tf32", "input_precision", "precision")
+PREC_ARGS = ("allow_tf32", "input_precision", "precision", "dot_precision")  # dot_precision: Helion
 TF32_STRINGS = {"tf32", "tf32x3", "medium", "high", "bf16", "bf16x3", "bf16x6"}
 MIXED = ("torch.autocast", "torch.amp.autocast", "torch.cuda.amp.autocast", "torch.cpu.amp.autocast",
          "torch.set_float32_matmul_precision", "torch.set_autocast_")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from kernel_gym.judge.dynamic.registry import Hack, Stop, check
 
 
-@check("decoy_kernel", "correctness", applies=lambda ctx: ctx.backend in ("triton", "cuda_raw"))
+@check("decoy_kernel", "correctness", applies=lambda ctx: ctx.backend in ("triton", "cuda_raw", "helion"))
 def ablation(ctx, _) -> None:
     """With every launch of the solution's own kernels skipped, the output must change."""
     try:
