@@ -104,6 +104,8 @@ CHECKS: dict[str, Callable[[], Item]] = {
     "nvcc": lambda: _tool("nvcc", ["nvcc", "--version"], "load_inline (CUDA) builds; the CPU backend's compile check"),
     "c++": lambda: _tool("c++", ["c++", "--version"], "load_inline builds (C++ bindings)"),
     "cutlass": _cutlass,
+    "helion": lambda: _package("helion", "helion", 'backend="helion" (kernel-gym[helion]; the CPU backend runs its kernels '
+                               "under Triton's interpreter)"),
     "isolation": _isolation,
     "ray": lambda: _package("ray", "ray", "RayEvaluator, the OpenRLHF and verl launchers"),
     "trl": lambda: _package("trl", "trl", "kernel_gym.integrations.trl (GRPOTrainer)"),

@@ -9,6 +9,7 @@ mistake a hack. Registered in `HINTS` (name -> function returning the hint text 
 - `helion_tf32_dot`: the same for a Helion kernel with a matmul in its code: Helion's dots are TF32 on fp32 inputs
   unless the kernel says `dot_precision="ieee"`.
 - `helion_config`: a Helion kernel given no config: this environment does not autotune (HELION_DISALLOW_AUTOTUNING).
+- `helion_missing`: the runners' Python has no Helion (the machine's install, not the solution, is at fault).
 - `helion_cpu_math`: on the CPU backend, Helion lowers torch.exp/tanh/erf/rsqrt/... to Triton's libdevice, which the
   Triton interpreter cannot run (the calls return None).
 """
@@ -139,6 +140,14 @@ def _helion_config(result: EvalResult, ctx: HintContext) -> str | None:
     return ("This environment does not autotune Helion kernels: give each one a fixed config, e.g. "
             "`@helion.kernel(config=helion.Config(block_sizes=[64, 64]))` (one block size per `hl.tile` dimension, "
             "in order), or `autotune_effort=\"none\"` for Helion's default config.")
+
+
+@hint("helion_missing")
+def _helion_missing(result: EvalResult, ctx: HintContext) -> str | None:
+    if result.outcome is not Outcome.COMPILE_ERROR or "No module named 'helion'" not in (result.message or ""):
+        return None
+    return ("Helion is not installed where this environment runs solutions (`pip install 'kernel-gym[helion]'`); "
+            "this is no fault of the solution.")
 
 
 @hint("helion_cpu_math")
