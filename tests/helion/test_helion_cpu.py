@@ -114,3 +114,20 @@ def test_a_runner_that_imported_helion_serves_no_other_job(evaluator):
     assert slot.cand.pid == before  # a clean Triton job keeps its runner
     assert evaluator.evaluate(EvalJob(task_id="level1/relu", code=code("solutions", "level1_relu.py"))).correct
     assert slot.cand.pid != before
+
+
+def test_helions_caches_are_the_jobs_own(evaluator):
+    """Helion's cache, the code it generates (Inductor's cache) and Triton's cache lie in the job's folder, deleted
+    with the job: nothing a solution leaves there reaches the next job."""
+    source = code("solutions", "level1_relu.py").replace("        return relu_kernel(x)", """\
+        import os
+        from helion.autotuner.local_cache import get_helion_cache_dir
+        from torch._inductor.runtime.cache_dir_utils import cache_dir
+        job = os.environ["TMPDIR"]
+        y = relu_kernel(x)
+        generated = relu_kernel.bind((x,))._run.__code__.co_filename
+        for path in (str(get_helion_cache_dir()), cache_dir(), os.environ["TRITON_CACHE_DIR"], generated):
+            assert os.path.basename(job).startswith("job_") and path.startswith(job + os.sep), (path, job)
+        return y""")
+    info = step(evaluator, source, "level1/relu", checks="none")
+    assert info["correct"], info["feedback"]
