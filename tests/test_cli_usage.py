@@ -113,7 +113,7 @@ def test_gym_make_cuda_without_a_gpu_raises_before_any_step():
 
 # ---- 6. silent no-ops ---------------------------------------------------------------------------------------------
 def test_unknown_suite_is_an_error(repo_root):
-    one_line_error(cli("tasks", "--suite", "level3", cwd=repo_root), "unknown suite 'level3'", "Did you mean")
+    one_line_error(cli("tasks", "--suite", "level4", cwd=repo_root), "unknown suite 'level4'", "Did you mean")
 
 
 @pytest.mark.parametrize("command", ["samples", "pairs"])

@@ -334,8 +334,8 @@ def test_unknown_task_raises_at_make(make_env):
         make_env(task="level1/rleu")
     with pytest.raises(UnknownTaskError, match="Did you mean 'level1/relu'"):
         make_env(task=["level1/softmax", "level1/rleu"])
-    with pytest.raises(UnknownNameError, match="unknown suite 'level3'"):
-        make_env(task="suite:level3")
+    with pytest.raises(UnknownNameError, match="unknown suite 'level4'"):
+        make_env(task="suite:level4")
 
 
 def test_task_file_mistakes_raise_at_make(make_env, tmp_path):

@@ -9,7 +9,9 @@ arguments and results (an eager PyTorch reference runs one kernel per op, unfuse
 
 with the H200's peaks from `kernel_gym.signals.hardware` (the one place GPU peaks are kept): its achievable copy
 bandwidth (4.3 TB/s) and `SGEMM_FRACTION` of its fp32 CUDA-core peak (5/6 of 60 = 50 TFLOP/s, what cuBLAS sgemm
-reaches with TF32 off), plus 2 µs a launch. Against the measured
+reaches with TF32 off), plus 2 µs a launch. A task whose inputs are bf16 or fp16 (level 3) gets the tensor-core roof
+instead: `HALF_FRACTION` of the spec's dense bf16/fp16 peak (0.6 x 989 TFLOP/s, a guess until its baselines are
+measured). Against the measured
 references of the first suite (README.md) it lands within ~0.6-1.1x: memory-bound ops reach ~60-80 % of peak
 bandwidth, so the estimate is a slight *under*-estimate there, which is the safe side for a "> 0.1 ms" filter.
 """
@@ -36,11 +38,16 @@ with TF32 off runs at ~50 of the H200's 60 TFLOP/s. Memory traffic uses the spec
 the achievable copy bandwidth, not the datasheet's)."""
 BANDWIDTH_BYTES_PER_S = SPEC.bandwidth  # 4.3e12: H200 HBM3e, device-to-device copy bandwidth
 FLOPS_PER_S = SPEC.peak_flops("float32") * SGEMM_FRACTION  # 5.0e13: H200 fp32 without tensor cores (TF32 off)
+HALF_FRACTION = 0.6
+"""The share of the dense bf16/fp16 tensor-core peak an eager reference's matmuls reach (cuBLAS gets ~0.75 on large
+square GEMMs; attention's smaller, batched ones less). Used for tasks whose inputs are bf16 or fp16."""
 LAUNCH_S = 2e-6  # one eager kernel launch
 MODEL = {"bandwidth_bytes_per_s": BANDWIDTH_BYTES_PER_S, "flops_per_s": FLOPS_PER_S, "launch_s": LAUNCH_S,
          "formula": "sum over ATen ops of bytes/bandwidth + flops/flops_per_s + launch_s"}
 
 # Ops that move no data of their own (metadata, RNG state, allocation without a fill).
+_HALF = ("bfloat16", "float16")
+
 _FREE = {"detach", "empty", "empty_like", "empty_strided", "lift_fresh", "alias", "_to_copy_meta"}
 
 
@@ -53,16 +60,24 @@ class Trace:
     flops: int = 0
     input_bytes: int = 0
     output_shapes: list[tuple[int, ...]] = field(default_factory=list)
+    dtype: str = "float32"
+    """The dtype of the first floating input: it picks the FLOP roof (`flop_rate`)."""
 
     @property
     def estimate_ms(self) -> float:
-        seconds = self.bytes / BANDWIDTH_BYTES_PER_S + self.flops / FLOPS_PER_S + len(self.ops) * LAUNCH_S
+        seconds = self.bytes / BANDWIDTH_BYTES_PER_S + self.flops / flop_rate(self.dtype) + len(self.ops) * LAUNCH_S
         return seconds * 1e3
 
     @property
     def signature(self) -> tuple[str, ...]:
         """The operator sequence, as compared for duplicates (ops differing only in overload are the same)."""
         return tuple(self.ops)
+
+
+def flop_rate(dtype: str) -> float:
+    """The FLOP/s an eager reference of `dtype` reaches: `FLOPS_PER_S` for float32 (and anything else), the
+    tensor-core roof times `HALF_FRACTION` for bfloat16 and float16."""
+    return SPEC.peak_flops(dtype) * HALF_FRACTION if dtype in _HALF else FLOPS_PER_S
 
 
 class _OpRecorder(TorchDispatchMode):
@@ -98,6 +113,8 @@ def trace_source(source: str, sizes: dict[str, Any] | None = None, device: str =
         module = load_reference(source, dict(sizes or {}))
         model, inputs = build(module)
         trace.input_bytes = sum(tensor_bytes(x) for x in inputs if isinstance(x, torch.Tensor))
+        trace.dtype = next((str(x.dtype).removeprefix("torch.") for x in inputs
+                            if isinstance(x, torch.Tensor) and x.is_floating_point()), "float32")
         flops = FlopCounterMode(display=False)
         with torch.no_grad(), flops, _OpRecorder(trace):
             out = model(*inputs)

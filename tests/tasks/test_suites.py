@@ -69,7 +69,7 @@ def test_split_partitions_the_suites():
     train, evaluation = list_tasks(split="train"), list_tasks(split="eval")
     assert set(train) | set(evaluation) == set(ALL_TASKS) and not set(train) & set(evaluation)
     assert 0.1 < len(evaluation) / len(ALL_TASKS) < 0.3
-    for suite in ("level1", "level2"):
+    for suite in ("level1", "level2", "level3"):
         assert list_tasks(suite, split="eval") and set(list_tasks(suite, split="eval")) <= set(evaluation)
     assert split_of("level1/relu") in ("train", "eval") and split_of("no/such") is None
     assert assign_split("level1/relu") == assign_split("level1/relu")

@@ -19,8 +19,8 @@ def test_suites_are_populated():
     assert all(t.startswith("level2/") for t in level2)
     assert set(level1) | set(level2) <= set(ALL_TASKS)
     assert "level1/relu" in level1
-    with pytest.raises(UnknownNameError, match="unknown suite 'level3'. Did you mean 'level2', 'level1'?"):
-        list_tasks("level3")  # an unknown suite is a mistake, not an empty suite
+    with pytest.raises(UnknownNameError, match="unknown suite 'level4'. Did you mean 'level3', 'level2', 'level1'?"):
+        list_tasks("level4")  # an unknown suite is a mistake, not an empty suite
     assert "level1" in list_suites() and "kernelbench" in list_suites()
 
 
