@@ -10,8 +10,8 @@ mistake a hack. Registered in `HINTS` (name -> function returning the hint text 
   unless the kernel says `dot_precision="ieee"`.
 - `helion_config`: a Helion kernel given no config: this environment does not autotune (HELION_DISALLOW_AUTOTUNING).
 - `helion_missing`: the runners' Python has no Helion (the machine's install, not the solution, is at fault).
-- `helion_cpu_math`: on the CPU backend, Helion lowers torch.exp/tanh/erf/rsqrt/... to Triton's libdevice, which the
-  Triton interpreter cannot run (the calls return None).
+- `helion_cpu_math`: on the CPU backend, a libdevice function that Helion lowered a torch op to and that CPU runners
+  do not emulate (harness/interpreter_math.py) returns None under Triton's interpreter.
 """
 
 from __future__ import annotations
@@ -156,7 +156,7 @@ def _helion_cpu_math(result: EvalResult, ctx: HintContext) -> str | None:
     if result.outcome is not Outcome.COMPILE_ERROR or "InterpreterError" not in message or "None" not in message \
             or not ctx.code or "helion" not in ctx.code:
         return None
-    return ("On the CPU backend Triton runs under its interpreter, which cannot run libdevice math: Helion lowers "
-            "torch.exp, exp2, tanh, erf, rsqrt and a few more to it (their results read as None). On a GPU they "
-            "compile; here use what the interpreter has (torch.sigmoid, torch.log, torch.sqrt, arithmetic), or "
-            "evaluate on a GPU.")
+    return ("On the CPU backend Triton runs under its interpreter, which has no libdevice math of its own: Helion "
+            "lowers some torch ops to libdevice functions, and one this environment does not emulate on CPU reads as "
+            "None (exp, exp2, tanh, erf, rsqrt and the usual math are emulated). On a GPU it compiles; here "
+            "write that op another way, or evaluate on a GPU.")

@@ -30,6 +30,7 @@ from kernel_gym.harness import launches
 
 ALLOWED = policy.ALLOCATION_OPS  # (the policy's data: allocation, views, copies, fills)
 LIBRARY_GEMM = policy.GEMM_OPS
+_INTERPRETER_MATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "interpreter_math.py")
 
 
 class OpAudit(TorchDispatchMode):
@@ -96,14 +97,15 @@ def _storage(t: torch.Tensor) -> int:
 
 def _from_solution() -> bool:
     """Inside a kernel launch: True when the op was made by code of the solution's own file (a grid callable, a
-    hook, a helper the launcher calls), False when the launcher made it (the Triton interpreter's copies). The
-    innermost frame that is either decides."""
+    hook, a helper the launcher calls), False when the launcher made it (the Triton interpreter's copies, and the
+    libdevice math it lacks, which CPU runners compute with torch: harness/interpreter_math.py). The innermost frame
+    that is either decides."""
     frame = sys._getframe(2)
     while frame is not None:
         name = frame.f_code.co_filename
         if os.path.basename(name).startswith("candidate_"):
             return True
-        if f"{os.sep}triton{os.sep}" in name:
+        if f"{os.sep}triton{os.sep}" in name or name == _INTERPRETER_MATH:
             return False
         frame = frame.f_back
     return False

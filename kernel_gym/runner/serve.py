@@ -55,6 +55,10 @@ def _initialize(device: str, root: Path) -> Any:
 
     cuda_raw.TARGET_DEVICE = device  # raw-CUDA kernels launch only in a cuda runner
     _no_tqdm_monitor()
+    if device == "cpu":
+        from kernel_gym.harness import interpreter_math
+
+        interpreter_math.install()  # libdevice math (Helion's torch.exp, tanh, erf...) under Triton's interpreter
     pin_precision(device)
     from kernel_gym.sandbox import shared
 

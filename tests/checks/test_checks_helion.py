@@ -14,7 +14,7 @@ from kernel_gym.tasks import load_task
 
 HELION = pathlib.Path(__file__).resolve().parents[1] / "helion"
 GENUINE = {"level1/relu": "level1_relu.py", "level1/sum_reduce": "level1_sum_reduce.py",
-           "level1/matmul": "level1_matmul.py"}
+           "level1/matmul": "level1_matmul.py", "level1/softmax": "level1_softmax.py"}
 
 
 def lint(code: str, task: str = "level1/relu", preset: str = "strict", backend: str = "helion") -> set[str]:
@@ -43,7 +43,7 @@ def test_the_prompts_example_is_a_genuine_solution():
     example = text.split("```python\n")[-1].split("```")[0]  # (the task's source is the first block)
     assert "@helion.kernel(config=helion.Config(" in example and "hl.tile" in example
     assert lint(example, "level1/relu", "strict") == set()
-    assert "dot_precision=\"ieee\"" in text and "libdevice" in text  # fp32 task; the CPU backend's limit
+    assert "dot_precision=\"ieee\"" in text  # an fp32 task
 
 
 def test_library_call_in_a_helion_kernels_host_code_is_a_library_op():

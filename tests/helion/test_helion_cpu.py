@@ -62,7 +62,8 @@ def bypass(evaluator, source: str, task: str, **config):
 
 @pytest.mark.parametrize("task, name", [("level1/relu", "level1_relu.py"),
                                         ("level1/sum_reduce", "level1_sum_reduce.py"),
-                                        ("level1/matmul", "level1_matmul.py")])
+                                        ("level1/matmul", "level1_matmul.py"),
+                                        ("level1/softmax", "level1_softmax.py")])  # torch.exp: libdevice.exp
 def test_genuine_helion_solution_is_correct(evaluator, task, name):
     info = step(evaluator, code("solutions", name), task, checks="strict")
     assert info["backend"] == "helion" and info["correct"], info["feedback"]
