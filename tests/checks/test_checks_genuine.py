@@ -8,6 +8,7 @@ import pytest
 from kernel_gym.checks import list_presets, run_static_checks
 from kernel_gym.checks.context import Context
 from kernel_gym.checks.presets import PRESETS
+from kernel_gym.tasks import list_tasks, load_task
 
 HERE = pathlib.Path(__file__).resolve().parent
 GENUINE = sorted(HERE.glob("genuine/*.py"))
@@ -22,14 +23,21 @@ def test_genuine_solution_passes(path, preset):
     assert run_static_checks(path.read_text(), preset) == []
 
 
+def _task_dtype(path: pathlib.Path) -> str:
+    """The dtype of the task a project solution is for (level3_kv_cache_decode.py -> level3/kv_cache_decode), as
+    the env passes it to the rules (a bf16 task's solution may compute in bf16/tf32)."""
+    task = path.stem.replace("_", "/", 1)
+    return load_task(task).dtype if task in list_tasks() else "float32"
+
+
 @pytest.mark.parametrize("path", PROJECT_SOLUTIONS, ids=lambda p: p.name)
 def test_project_solutions_pass(path):
     """The project's reference solutions (tests/solutions) pass standard; strict may only object
     to a library GEMM/conv kept on purpose."""
-    code = path.read_text()
-    assert run_static_checks(code, "standard") == []
-    assert run_static_checks(code, "permissive") == []
-    assert {v.rule for v in run_static_checks(code, "strict")} <= {"library_op"}
+    code, dtype = path.read_text(), _task_dtype(path)
+    assert run_static_checks(code, "standard", task_dtype=dtype) == []
+    assert run_static_checks(code, "permissive", task_dtype=dtype) == []
+    assert {v.rule for v in run_static_checks(code, "strict", task_dtype=dtype)} <= {"library_op"}
 
 
 @pytest.mark.skipif(not SHARED_EXAMPLE.exists(), reason="shared example missing")
