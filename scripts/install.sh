@@ -8,6 +8,7 @@
 # - kernel-gym[dev]: torch, Triton, gymnasium; pytest and ruff; matplotlib, notebook execution, transformers,
 #   datasets (rollouts, reports, preference pairs); Ray (kernel-gym[ray]) and the HTTP service (kernel-gym[serve]);
 #   TRL (kernel-gym[trl]: its GRPOTrainer runs the adapter's tests on CPU) and openenv-core (kernel-gym[openenv]);
+#   Helion (kernel-gym[helion]: backend="helion", its tests run on CPU under Triton's interpreter);
 # - OpenRLHF's Python package *without* its GPU stack (vLLM, DeepSpeed, flash-attn: `--no-deps`), plus the two light
 #   packages its modules import: enough for kernel_gym.integrations.openrlhf and its tests. Training itself needs the
 #   full stack on GPU machines: `pip install "kernel-gym[train]"` (docs/openrlhf.md).
