@@ -115,7 +115,9 @@ class CudaClock(_Clock):
         self._events: dict[int, tuple[torch.cuda.Event, ...]] = {}
         self.misses = 0  # readings retaken because the gate ran out before everything was queued
         self._ends = torch.cuda.Stream(device)  # where the end of a timed call waits for the runner's "done"
-        self._release = torch.cuda.Stream(device)  # where the judge writes a killed runner's nonce itself
+        # where the judge writes a killed runner's nonce itself (of the other priority's pool of streams: never the
+        # same CUDA stream as any clock's `_ends`, behind whose wait the write would never run)
+        self._release = torch.cuda.Stream(device, priority=-1)
 
     def _stuck(self, runner: Any, end: torch.cuda.Event, nonce: int | None) -> None:
         """The call's work did not end by its deadline: the runner is killed and the call is a timeout. The end

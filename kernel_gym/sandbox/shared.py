@@ -84,6 +84,8 @@ def _alone(size: int, device: torch.device) -> tuple[torch.Tensor, Any]:
     allocation (the caching allocator's segment) a shared tensor lies in, not the tensor alone: from torch's shared
     pool, a runner could reach whatever else of the judge's shares that segment (another job's buffers, the
     reference's outputs, another runner's flag). A private memory pool per arena keeps its segment to itself."""
+    if os.environ.get("KERNEL_GYM_PRIVATE_ARENAS", "1").strip() == "0":
+        return torch.empty(size, dtype=torch.uint8, device=device), None
     pool = torch.cuda.MemPool()
     with torch.cuda.use_mem_pool(pool, device):
         base = torch.empty(size, dtype=torch.uint8, device=device)
