@@ -25,19 +25,20 @@ def _wide(x: torch.Tensor) -> torch.Tensor:
 
 class Model(nn.Module):
     """p = softmax(target_logits / T), q = softmax(draft_logits / T) in float32; for drafted token x at each
-    position, a = min(1, p[x] / q[x]) and r = max(0, p - q) / sum(max(0, p - q)); returns a * onehot(x) + (1 - a) r,
-    a (batch, draft_len, vocab) distribution, in the input dtype."""
+    position, a = min(1, p[x] / q[x]) (as exp(min(0, log p[x] - log q[x])): defined where q[x] underflows) and
+    r = max(0, p - q) / sum(max(0, p - q)); returns a * onehot(x) + (1 - a) r, a (batch, draft_len, vocab)
+    distribution, in the input dtype."""
 
     def __init__(self, temperature: float):
         super().__init__()
         self.temperature = temperature
 
     def forward(self, target_logits: torch.Tensor, draft_logits: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
-        p = torch.softmax(_wide(target_logits) / self.temperature, dim=-1)
-        q = torch.softmax(_wide(draft_logits) / self.temperature, dim=-1)
+        log_p = torch.log_softmax(_wide(target_logits) / self.temperature, dim=-1)
+        log_q = torch.log_softmax(_wide(draft_logits) / self.temperature, dim=-1)
         index = tokens[..., None]
-        accept = torch.clamp(p.gather(-1, index) / q.gather(-1, index), max=1.0)
-        residual = torch.clamp(p - q, min=0.0)
+        accept = torch.exp(torch.clamp(log_p.gather(-1, index) - log_q.gather(-1, index), max=0.0))
+        residual = torch.clamp(torch.exp(log_p) - torch.exp(log_q), min=0.0)
         residual = residual / residual.sum(-1, keepdim=True).clamp(min=1e-30)
         out = (1 - accept) * residual
         return out.scatter_add(-1, index, accept).to(target_logits.dtype)

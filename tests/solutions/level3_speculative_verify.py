@@ -38,11 +38,11 @@ def _verify_kernel(t_ptr, d_ptr, tok_ptr, out_ptr, V, inv_temp, BLOCK: tl.conste
     gp, gq = tl.max(mp, axis=0), tl.max(mq, axis=0)
     zp = tl.sum(sp * tl.exp(mp - gp), axis=0)
     zq = tl.sum(sq * tl.exp(mq - gq), axis=0)
-    # 2. the drafted token's acceptance probability and the residual's total mass
+    # 2. the drafted token's acceptance probability min(1, p/q), in logs (q may underflow), and the residual's mass
     tok = tl.load(tok_ptr + row)
-    p_tok = tl.exp(tl.load(t_ptr + base + tok).to(tl.float32) * inv_temp - gp) / zp
-    q_tok = tl.exp(tl.load(d_ptr + base + tok).to(tl.float32) * inv_temp - gq) / zq
-    accept = tl.minimum(p_tok / q_tok, 1.0)
+    log_p = tl.load(t_ptr + base + tok).to(tl.float32) * inv_temp - gp - tl.log(zp)
+    log_q = tl.load(d_ptr + base + tok).to(tl.float32) * inv_temp - gq - tl.log(zq)
+    accept = tl.exp(tl.minimum(log_p - log_q, 0.0))
     mass = tl.zeros([BLOCK], tl.float32)
     for v0 in range(0, V, BLOCK):
         mask = v0 + cols < V
