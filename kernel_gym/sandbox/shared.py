@@ -87,7 +87,7 @@ def _alone(size: int, device: torch.device) -> tuple[torch.Tensor, Any]:
     if os.environ.get("KERNEL_GYM_PRIVATE_ARENAS", "1").strip() == "0":
         return torch.empty(size, dtype=torch.uint8, device=device), None
     pool = torch.cuda.MemPool()
-    with torch.cuda.use_mem_pool(pool, device):
+    with torch.cuda.use_mem_pool(pool, device.index if device.index is not None else torch.cuda.current_device()):
         base = torch.empty(size, dtype=torch.uint8, device=device)
     return base, pool
 
