@@ -21,8 +21,9 @@ from kernel_gym.judge.runners import RunnerFailure, others_stopped
 
 def execute(jr: JudgeRun) -> EvalResult:
     """The job's result: correct with its timing, or the verdict that ended it."""
+    ctx = Context(jr)
     try:
-        timing = run(jr, Context(jr))
+        timing = run(jr, ctx)
     except Hack as hack:
         return outcome.result(jr, Outcome.REJECTED, hack.message, hacks=(hack.name,), hack_details=(hack.message,))
     except Stop as stop:
@@ -32,6 +33,12 @@ def execute(jr: JudgeRun) -> EvalResult:
     except ContextStuck:  # a timed call's work never ended: this job's timeout, and the judge's context is lost
         jr.context_stuck = True
         return outcome.runner_failure(jr, RunnerFailure("timeout", "call"))
+    finally:
+        # the job's outputs go with its verdict: the "call" checks close over the context (jr.inspect), a cycle only
+        # the collector would break, and an idle judge allocates too little to run it (on an H100 a full-size relu
+        # job left 9.4 GiB held after the judge's idle release)
+        jr.inspect = None
+        ctx.close()
     return outcome.result(jr, Outcome.CORRECT, "", timing=timing)
 
 

@@ -10,6 +10,7 @@ only that runner is replaced.
 from __future__ import annotations
 
 import atexit
+import gc
 import logging
 import os
 import queue
@@ -74,6 +75,7 @@ def _release_judge_memory(device: str) -> None:
     if device == "cuda":
         import torch
 
+        gc.collect()  # (what only the collector frees: an idle judge allocates too little to run it)
         torch.cuda.ipc_collect()  # buffers shared with runners that have let go of them (torch keeps those apart)
         torch.cuda.empty_cache()  # what the jobs' buffers held goes back to the driver for the others
 

@@ -72,6 +72,10 @@ class Context:
         self._earlier: list[list[Any]] = []  # the expected outputs of the latest calls (a stale answer matches one)
         jr.inspect = lambda called: run_stage(self, "call", called)  # every candidate call, from now on
 
+    def close(self) -> None:
+        """The job is judged: the outputs it kept go (judge/pipeline.py)."""
+        self._earlier = []
+
     # ---- what the judge knows ------------------------------------------------------------------------------------
     @property
     def own_names(self) -> list[str]:
