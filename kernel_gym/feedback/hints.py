@@ -160,3 +160,6 @@ def _helion_cpu_math(result: EvalResult, ctx: HintContext) -> str | None:
             "lowers some torch ops to libdevice functions, and one this environment does not emulate on CPU reads as "
             "None (exp, exp2, tanh, erf, rsqrt and the usual math are emulated). On a GPU it compiles; here "
             "write that op another way, or evaluate on a GPU.")
+
+
+from kernel_gym.feedback import hints_torch_api  # noqa: E402,F401 - registers its hints

@@ -38,9 +38,11 @@ def build(name: str, params: dict[str, Any], staging: Path, fast: bool = True) -
     """Build `params` (load_inline's keyword arguments) under `staging`; the name of the attempt that built. The
     fast attempts (`fast`: the judge's KERNEL_GYM_FAST_BUILD) are optimisations: the stock build's error, if any, is
     the candidate's."""
-    from kernel_gym.judge import fast_build
+    from kernel_gym.judge import build_flags, fast_build
 
-    params = {**params, "verbose": False}
+    params, raised = build_flags.fit_standard({**params, "verbose": False})
+    if raised:
+        log.info("raised %s to the C++ standard torch's headers require", raised)
     try:  # the header caches may be out of reach (a build process that dropped its uid cannot write them)
         fast, changes = fast_build.fast_params(params) if fast else (None, {})
     except OSError as e:
