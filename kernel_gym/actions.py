@@ -74,6 +74,17 @@ def _junk_message(text: str) -> str | None:
     return None
 
 
+def _bare_code(text: str) -> bool:
+    """Whether an unfenced response is itself Python defining ModelNew (still a format error: the hint says why)."""
+    if "class ModelNew" not in text:
+        return False
+    try:
+        parse_source(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
+
+
 def detect_backend(code: str) -> str | None:
     """'cuda_raw' when the code uses kernel_gym.cuda_raw, 'cuda' when it builds CUDA (load_inline / __global__),
     'helion' when it imports Helion (its kernels compile to Triton, so this comes before Triton), else 'triton' when
@@ -114,7 +125,9 @@ def parse_action(
         return fail(junk)
     blocks = _blocks(text)
     if not blocks:
-        return fail("no fenced code block found; put the whole solution in one ```python ... ``` block", text.strip())
+        bare = " (the response is bare Python code: the code must be fenced)" if _bare_code(text) else ""
+        return fail(f"no fenced code block found{bare}; put the whole solution in one ```python ... ``` block",
+                    text.strip())
     block = blocks[-1]
     start, end = block.start, block.end
     code = text[start:end]

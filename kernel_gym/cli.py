@@ -43,6 +43,7 @@ def _eval(args: argparse.Namespace) -> int:
     import gymnasium as gym
 
     import kernel_gym  # noqa: F401
+    from kernel_gym.solution_file import as_response
 
     solution = Path(args.solution)
     if not solution.is_file():
@@ -54,8 +55,8 @@ def _eval(args: argparse.Namespace) -> int:
                    precision=args.precision, max_turns=1)  # a bad task, device or preset raises here: one line, exit 2 (main)
     try:
         env.reset(seed=args.seed)
-        response = text if "```" in text else f"```python\n{text}\n```\n"
-        _, _, _, _, info = env.step(response)
+        # a .py file is code (fenced here); any other file is a response, judged as env.step judges it
+        _, _, _, _, info = env.step(as_response(text, solution, args.solution_format))
     finally:
         env.close()
     if args.json:
@@ -100,6 +101,7 @@ class UsageError(Exception):
 
 def build_parser() -> argparse.ArgumentParser:
     from kernel_gym import __version__
+    from kernel_gym.solution_file import FORMATS as SOLUTION_FORMATS
 
     defaults = HelpFormatter
     parser = argparse.ArgumentParser(prog="kernel-gym", description="GPU-kernel refinement as a Gymnasium env.")
@@ -113,7 +115,10 @@ def build_parser() -> argparse.ArgumentParser:
                                     "evaluation ran, whatever the verdict; 2 for a usage error.")
     ev.add_argument("--task", required=True, help="a task id (kernel-gym tasks) or a KernelBench-format .py file")
     ev.add_argument("--solution", required=True,
-                    help="a Python file defining ModelNew, or a model response whose last fenced block is the code")
+                    help="a .py file defining ModelNew (code), or a model response (.md, .txt, ...) whose last fenced "
+                         "block is the code, as env.step reads it (no fenced block: format_error)")
+    ev.add_argument("--solution-format", default="auto", choices=SOLUTION_FORMATS,
+                    help="auto: a .py file is code, any other file a model response")
     ev.add_argument("--backend", default="auto", choices=("auto", "triton", "cuda", "cuda_raw", "helion"),
                     help="auto: detected from the code")
     ev.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"),
