@@ -278,7 +278,7 @@ def openai_server():
                 return
             content = (server.respond(body) if server.respond else
                        server.replies.pop(0) if server.replies else "no code here")
-            data = json.dumps({"id": "x", "object": "chat.completion", "model": body.get("model"),
+            data = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": body.get("model"),
                                "choices": [{"index": 0, "finish_reason": "stop",
                                             "message": {"role": "assistant", "content": content}}]}).encode()
             self.send_response(200)
