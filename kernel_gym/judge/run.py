@@ -102,6 +102,7 @@ class JudgeRun:
                 arena.close()
             arena = Arena(specs, self.device)
             descriptor, fds = arena.descriptor()
+            side.runner.share(arena)
             side.runner.request("bind", deadline=self.deadline(), stage=self.stage, slot=name, descriptor=descriptor,
                                 fds=fds)
             side.slots[name] = arena

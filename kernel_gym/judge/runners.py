@@ -113,6 +113,7 @@ class RunnerProcess:
         self.dead = False
         self.events: tuple | None = None  # cuda: the judge's "go" and "done" interprocess events for it
         self.flag: Any = None  # cuda: the judge's 8 bytes the runner writes each timed call's nonce into (an Arena)
+        self.shared: list[Any] = []  # cuda: the job's arenas it mapped, kept until it ends the job or is dead
         self.limits: list[str] = []  # what confined it (its first job's `begin` says)
         self.isolation: dict[str, Any] = {}  # its uid, capabilities, namespaces, as the judge saw them then
         self.builds = role == "candidate"  # its load_inline calls are built by the judge's build service
@@ -352,3 +353,18 @@ class RunnerProcess:
             pass
         self.channel.close()
         shutil.rmtree(self.root, ignore_errors=True)
+        if self.proc.poll() is not None:  # dead: nothing of it maps the judge's memory any more
+            self.retire_shared(dead=True)
+            if self.flag is not None:
+                self.flag.retire(runner_dead=True)
+
+    def share(self, arena: Any) -> None:
+        """`arena` is mapped by this runner from now on (its memory stays until `retire_shared`)."""
+        if self.device == "cuda":
+            self.shared.append(arena)
+
+    def retire_shared(self, dead: bool) -> None:
+        """The job's arenas go: the runner ended its job (`end` let go of its views) or is `dead`."""
+        shared, self.shared = self.shared, []
+        for arena in shared:
+            arena.retire(runner_dead=dead)

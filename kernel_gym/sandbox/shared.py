@@ -110,6 +110,7 @@ class Arena:
             self.base = torch.frombuffer(self._mm, dtype=torch.uint8)
         self.offsets = offsets
         self.tensors = _views(self.base, self.specs, offsets)
+        self._counter: tuple[bytes, int] | None = None  # cuda, once shared: torch's IPC reference counter for it
 
     def descriptor(self) -> tuple[dict[str, Any], list[int]]:
         """What the runner needs to map the arena: a JSON-able dict and the descriptors to pass with it."""
@@ -118,13 +119,17 @@ class Arena:
             from torch.multiprocessing.reductions import reduce_tensor
 
             _, args = reduce_tensor(self.base)
+            self._counter = (args[11], args[12])  # (ref_counter_handle, ref_counter_offset)
             return {"kind": "cuda", "layout": layout, "handle": base64.b64encode(pickle.dumps(args)).decode()}, []
         return {"kind": "cpu", "layout": layout, "size": int(self.base.numel())}, [self._fd]
 
     def close(self) -> None:
+        """The judge is done with the arena. A cuda arena a runner mapped keeps its memory until `retire` (its runner
+        ended its job or is dead): memory must not be freed while another process maps it (CUDA: undefined)."""
         self.tensors = []
-        self.base = None
-        self._pool = None
+        if self._counter is None:
+            self.base = None
+            self._pool = None
         if self._mm is not None:
             try:
                 self._mm.close()
@@ -134,6 +139,15 @@ class Arena:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+    def retire(self, runner_dead: bool) -> None:
+        """The runner it was shared with no longer maps it: it ended its job (it let go of its views, and torch
+        counted that) or it is dead. A dead runner let go of nothing: its share of torch's count is released here,
+        or torch would keep the memory for as long as the judge runs (a killed runner's buffers, every faulty job)."""
+        if runner_dead and self._counter is not None:
+            torch.UntypedStorage._release_ipc_counter(*self._counter, device=self.device)
+        self._counter = None
+        self.close()
 
 
 class Attached:

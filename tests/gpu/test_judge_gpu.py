@@ -279,3 +279,31 @@ def test_an_idle_judge_gives_its_gpu_memory_back(tmp_path, monkeypatch):
         stop_judge(socket_path("cuda", 0))
     print(f"judge's GPU memory after a full-size relu job: {held:.0f} MiB; idle: {status['gpu_reserved_mb']:.0f} MiB")
     assert held > 1024 and status["idle_releases"] == 1 and status["gpu_reserved_mb"] < 64, (held, status)
+
+
+@pytest.mark.timeout(600)
+def test_a_killed_runners_buffers_go_back():
+    """A runner that is killed lets go of nothing: torch's IPC count of every buffer the judge shared with it stays
+    up, and torch kept that memory for as long as the judge ran (every faulty job's inputs and outputs; an H100's
+    judge reached 77 GiB after a 5 % fault run). The judge releases a dead runner's count itself: after faulty
+    jobs on full-size relu (512 MiB a buffer), the judge's memory, once released, is back where a clean job leaves it."""
+    import torch
+
+    from kernel_gym.judge.pool import WorkerPool
+
+    pool = WorkerPool("cuda")
+    try:
+        pool.warm_up()
+        genuine = job((SOL / "level1_relu.py").read_text())
+        assert pool.evaluate(genuine).outcome is Outcome.CORRECT
+        pool.release_memory()
+        clean = torch.cuda.memory_reserved() / 2**20
+        for _ in range(3):
+            faulty = pool.evaluate(job((SOL / "faults" / "abort.py").read_text(), checks="none"))
+            assert faulty.outcome is Outcome.CRASH and faulty.worker_recycled, (faulty.outcome, faulty.message[:300])
+        pool.release_memory()
+        after = torch.cuda.memory_reserved() / 2**20
+    finally:
+        pool.close()
+    print(f"judge's GPU memory after a clean job: {clean:.0f} MiB; after 3 killed runners: {after:.0f} MiB")
+    assert after < clean + 64, (clean, after)
