@@ -34,10 +34,10 @@ def render_prompt(task: Any, *, backend: str, checks: str, device: str, scoring:
                                                  scoring=scoring, atol=f"{atol:g}", rtol=f"{rtol:g}").strip() + "\n"
 
 
-def feedback_fields(result: EvalResult) -> dict[str, Any]:
+def feedback_fields(result: EvalResult, dtype: str = "float32") -> dict[str, Any]:
+    accuracy = accuracy_line(result.correctness, dtype) if result.outcome.value in ("correct", "mismatch") else ""
     fields = {"outcome": result.outcome.value, "message": result.message, "hacks": list(result.hacks),
-              "hack_details": list(result.hack_details), "profile": profile_text(result.signals),
-              "accuracy": accuracy_line(result.correctness) if result.outcome.value in ("correct", "mismatch") else ""}
+              "hack_details": list(result.hack_details), "profile": profile_text(result.signals), "accuracy": accuracy}
     if result.timing is not None:
         t = result.timing
         fields.update(runtime_ms=t.runtime_ms, baseline_ms=t.baseline_ms, speedup=t.speedup, trials=t.trials,
@@ -47,9 +47,13 @@ def feedback_fields(result: EvalResult) -> dict[str, Any]:
     return fields
 
 
-def accuracy_line(info: dict[str, Any] | None) -> str:
+# How the accuracy line names the reference's precision (the job's dtype: the task's own or its `precision=`)
+PRECISION_NAMES = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "fp64"}
+
+
+def accuracy_line(info: dict[str, Any] | None, dtype: str = "float32") -> str:
     """The feedback's sentence on accuracy: the error budget used (kernel_gym.judge.oracle) and where the solution
-    stood in it, so a policy learns what "close enough" means."""
+    stood in it, so a policy learns what "close enough" means. `dtype`: the job's, which the reference ran at."""
     if not info:
         return ""
     if info.get("rule") == "fixed" or info.get("candidate_error") is None:
@@ -58,7 +62,8 @@ def accuracy_line(info: dict[str, Any] | None) -> str:
     ratio = info.get("ratio")
     ratio_text = f"{ratio:.3g}x the reference's own error" if ratio is not None else "the reference is exact here"
     return (f"Accuracy (error against a float64 oracle, {info['metric']} of output {info['output']}): yours "
-            f"{info['candidate_error']:.3g}, the fp32 reference's {info['reference_error']:.3g} ({ratio_text}); the "
+            f"{info['candidate_error']:.3g}, the {PRECISION_NAMES.get(dtype, dtype)} reference's "
+            f"{info['reference_error']:.3g} ({ratio_text}); the "
             f"budget is k={info['k']:g} x the reference's error + {info['floor']:g} = {info['limit']:.3g}.")
 
 
@@ -66,7 +71,7 @@ def render_feedback(result: EvalResult, *, code: str | None = None, dtype: str =
                     allow_precision: bool = False) -> str:
     """The feedback text for one result; with the candidate's `code` (and the task's dtype contract), plain hints
     for honest failures are added (kernel_gym.feedback.hints: e.g. TF32 `tl.dot` on a float32 task)."""
-    fields = feedback_fields(result)
+    fields = feedback_fields(result, dtype)
     fields["hints"] = hints_for(result, HintContext(code, dtype, allow_precision))
     return _ENV.get_template("feedback.j2").render(r=fields).strip()
 

@@ -125,3 +125,14 @@ def test_feedback_says_when_timings_were_at_the_clocks_resolution():
                     method="judge_wall_clock", resolution_ms=0.02)
     text = render_feedback(EvalResult(Outcome.CORRECT, timing=timing, signals={"readings_at_resolution": 5.0}))
     assert "5 of the 6 timed runs were at the clock's resolution (0.02 ms)" in text, text
+
+
+def test_accuracy_line_names_the_precision_the_reference_ran_at():
+    """A bf16 task's (or precision="bf16" job's) reference is a bf16 one: the feedback says so, not "fp32"."""
+    budget = {"rule": "oracle", "metric": "rel_l2", "output": 0, "candidate_error": 0.02, "reference_error": 0.01,
+              "ratio": 2.0, "k": 8.0, "floor": 0.03, "limit": 0.11}
+    result = EvalResult(Outcome.MISMATCH, message="m", mismatch=Mismatch(1.0, 1.0, "here"), correctness=budget)
+    assert "the fp32 reference's 0.01" in render_feedback(result)
+    bf16 = render_feedback(result, dtype="bfloat16")
+    assert "the bf16 reference's 0.01" in bf16 and "fp32" not in bf16
+    assert "the fp16 reference's" in render_feedback(result, dtype="float16")
