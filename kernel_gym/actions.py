@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from kernel_gym.backends import NAMES
 from kernel_gym.pyast import parse_source
 
 DEFAULT_MAX_RESPONSE_CHARS = 1_000_000
@@ -18,7 +19,11 @@ _TRITON = re.compile(r"@\s*triton\.(jit|autotune|heuristics)|import\s+triton")
 _CUDA = re.compile(r"load_inline|__global__|cpp_extension")
 _RAW = re.compile(r"\bkernel_gym\.cuda_raw\b|from\s+kernel_gym\s+import\s+[^\n]*\bcuda_raw\b")
 _HELION = re.compile(r"^\s*(?:import\s+helion\b|from\s+helion\b)|@\s*helion\.(?:kernel|jit)\b", re.MULTILINE)
-_BACKENDS = ("triton", "cuda", "cuda_raw", "helion")
+# CuTe DSL: `import cutlass[.cute]` (`cutlass_cppgen`, the C++ headers' package, is not), `@cute.kernel`/`@cute.jit`
+_CUTE_DSL = re.compile(r"^\s*(?:import\s+cutlass\b|from\s+cutlass\b)|@\s*cute\.(?:kernel|jit)\b", re.MULTILINE)
+_TILELANG = re.compile(r"^\s*(?:import\s+tilelang\b|from\s+tilelang\b)|@\s*(?:T\.prim_func|tilelang\.jit)\b",
+                       re.MULTILINE)
+_BACKENDS = NAMES
 
 
 @dataclass(frozen=True)
@@ -87,12 +92,17 @@ def _bare_code(text: str) -> bool:
 
 def detect_backend(code: str) -> str | None:
     """'cuda_raw' when the code uses kernel_gym.cuda_raw, 'cuda' when it builds CUDA (load_inline / __global__),
-    'helion' when it imports Helion (its kernels compile to Triton, so this comes before Triton), else 'triton' when
-    it uses Triton."""
+    'cute_dsl' when it imports CuTe DSL (`cutlass`) or decorates `@cute.kernel`/`@cute.jit`, 'tilelang' when it imports
+    TileLang or decorates `@T.prim_func`/`@tilelang.jit`, 'helion' when it imports Helion (its kernels compile to
+    Triton, so this comes before Triton), else 'triton' when it uses Triton."""
     if _RAW.search(code):
         return "cuda_raw"
     if _CUDA.search(code):
         return "cuda"
+    if _CUTE_DSL.search(code):
+        return "cute_dsl"
+    if _TILELANG.search(code):
+        return "tilelang"
     if _HELION.search(code):
         return "helion"
     if _TRITON.search(code):

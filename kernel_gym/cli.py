@@ -8,6 +8,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+from kernel_gym.backends import CHOICES as BACKEND_CHOICES
+
 
 def _demo(args: argparse.Namespace) -> int:
     import gymnasium as gym
@@ -119,7 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
                          "block is the code, as env.step reads it (no fenced block: format_error)")
     ev.add_argument("--solution-format", default="auto", choices=SOLUTION_FORMATS,
                     help="auto: a .py file is code, any other file a model response")
-    ev.add_argument("--backend", default="auto", choices=("auto", "triton", "cuda", "cuda_raw", "helion"),
+    ev.add_argument("--backend", default="auto", choices=BACKEND_CHOICES,
                     help="auto: detected from the code")
     ev.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda"),
                     help="auto: cuda when a GPU is visible, else cpu (the CPU backend)")

@@ -8,11 +8,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kernel_gym.backends import CHOICES as BACKENDS
 from kernel_gym.errors import ConfigError, UnknownPresetError
 from kernel_gym.eval.job import EvalConfig
 from kernel_gym.paths import data_dir
 
-BACKENDS = ("auto", "triton", "cuda", "cuda_raw", "helion")
 DEVICES = ("auto", "cpu", "cuda")
 
 
@@ -24,8 +24,9 @@ class EnvConfig:
     """A task id, a path to a KernelBench-format file, a list of them, or "suite:<name>" (sampled at reset)."""
     backend: str = "auto"
     """"triton", "cuda" (load_inline), "cuda_raw" (NVRTC kernels via kernel_gym.cuda_raw), "helion" (`@helion.kernel`
-    functions, compiled by Helion into Triton; the optional extra `kernel-gym[helion]`) or "auto" (detected from
-    each response's code)."""
+    functions, compiled by Helion into Triton; the optional extra `kernel-gym[helion]`), "cute_dsl" (CuTe DSL,
+    `kernel-gym[cute_dsl]`) and "tilelang" (`kernel-gym[tilelang]`), these two on a GPU only (kernel_gym.backends),
+    or "auto" (detected from each response's code)."""
     device: str = "auto"
     """"cuda", "cpu" or "auto" (cuda when available)."""
     max_turns: int = 8

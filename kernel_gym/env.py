@@ -11,9 +11,10 @@ from typing import Any
 import gymnasium as gym
 
 from kernel_gym.actions import ParsedAction, parse_action
+from kernel_gym.backends import cpu_refusal, gpu_only
 from kernel_gym.config import EnvConfig, make_config
 from kernel_gym.device import CPU_BF16, blind_spots, local_device
-from kernel_gym.errors import ConfigError, EpisodeEndedError
+from kernel_gym.errors import BackendUnavailableError, ConfigError, EpisodeEndedError
 from kernel_gym.eval.evaluator import Evaluator, evaluate_job
 from kernel_gym.eval.job import EvalConfig, EvalJob, job_for, task_tolerance
 from kernel_gym.eval.result import EvalResult, Outcome
@@ -97,7 +98,7 @@ class KernelRefineEnv(gym.Env):
     | name | type | default | meaning |
     |---|---|---|---|
     | task | str or list | "level1/relu" | task id, KernelBench file path, list, or "suite:level1" |
-    | backend | str | "auto" | "triton", "cuda", "cuda_raw", "helion" or "auto" |
+    | backend | str | "auto" | "triton", "cuda", "cuda_raw", "helion", "cute_dsl", "tilelang" or "auto" |
     | device | str | "auto" | "cuda", "cpu" or "auto" |
     | max_turns | int | 8 | turns per episode |
     | score | str or callable | "kevin" | per-turn score |
@@ -140,6 +141,8 @@ class KernelRefineEnv(gym.Env):
         if evaluator is None or isinstance(evaluator, LocalEvaluator) or device == "auto":
             device = local_device(device)  # workers on this machine: "cuda" without a GPU is refused now, in one line
         self.device = device
+        if device == "cpu" and gpu_only(self.config.backend):  # no CPU backend for it: said now, in one line
+            raise BackendUnavailableError(cpu_refusal(self.config.backend))
         if device == "cpu" and dtype_of(self.config.precision) == "bfloat16":  # said once, at make
             warnings.warn(f"precision='bf16' on cpu: {CPU_BF16}", UserWarning, stacklevel=2)
         self.score_fn = get_score(self.config.score)
@@ -265,7 +268,7 @@ class KernelRefineEnv(gym.Env):
     def _job(self, parsed: ParsedAction) -> EvalJob:
         cfg = self.config
         eval_config = cfg.eval_config(device=self.device, seed=int(self.np_random.integers(2**31 - 1)))
-        backend = parsed.backend or (cfg.backend if cfg.backend in ("cuda", "cuda_raw", "helion") else "triton")
+        backend = parsed.backend or (cfg.backend if cfg.backend != "auto" else "triton")
         return job_for(self.task, parsed.code or "", backend=backend, config=eval_config, size=cfg.size)
 
     def _observation(self) -> str:

@@ -61,6 +61,10 @@ class DeviceUnavailableError(ConfigError):
     """device="cuda" was asked for where no CUDA GPU is visible."""
 
 
+class BackendUnavailableError(ConfigError):
+    """A backend that cannot run on the device asked for (CuTe DSL or TileLang on device="cpu")."""
+
+
 class EpisodeEndedError(KernelGymError, ResetNeeded):
     """step() after the episode ended (gymnasium's ResetNeeded): call reset() first."""
 

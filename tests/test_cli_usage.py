@@ -155,7 +155,7 @@ def test_eval_help_shows_every_flag_with_its_default(repo_root):
     text = " ".join(proc.stdout.split())
     for flag in ("--task", "--solution", "--backend", "--device", "--checks", "--seed", "--json"):
         assert flag in text
-    assert "{auto,triton,cuda,cuda_raw}" in text and "(default: standard)" in text and "(default: auto)" in text
+    assert "{auto,triton,cuda,cuda_raw,helion,cute_dsl,tilelang}" in text and "(default: standard)" in text and "(default: auto)" in text
     assert "docs/info.md" in text
 
 

@@ -11,7 +11,7 @@ import kernel_gym
 
 ROOT = Path(kernel_gym.__file__).parent
 LAYERS: list[tuple[str, tuple[str, ...]]] = [  # bottom to top; a module's layer is its longest matching prefix
-    ("base", ("errors", "paths", "pyast", "device", "forking", "c_params", "version")),
+    ("base", ("errors", "paths", "pyast", "device", "forking", "c_params", "version", "backends")),
     ("sources", ("tasks", "actions", "checks", "signals")),  # tasks and their loading, the static rules
     ("contract", ("eval",)),  # what the env and trainers see: job, result, config of a job, the evaluator protocol
     ("harness", ("harness", "sandbox", "cuda_raw", "nvrtc")),  # what judge and runner share

@@ -10,6 +10,7 @@ from . import helion
 from .astutil import Names, docstring_nodes, parent_map, string_literals
 from .classattrs import AttrInfo, class_attrs
 from .cpp import cpp_sources
+from .dsl_index import DslIndex
 from .presets import Preset
 from .reach import FnRef, forward_path
 from .task_policy import PERMISSIVE, TaskPolicy
@@ -74,9 +75,12 @@ class Context:
             if isinstance(node, ast.Call) and helion.kernel_call(node, self.resolve) \
                     and isinstance(node.args[0], ast.Name) and node.args[0].id in self.functions:
                 self.helion[node.args[0].id] = self.functions[node.args[0].id]
-        # their hl.tile/hl.grid loops are device code: Helion's kernel, never walked as the forward path's PyTorch
+        # their hl.tile/hl.grid loops are device code: Helion's kernel, never walked as the forward path's PyTorch;
+        # so are CuTe DSL kernels and TileLang prim_funcs (checks/dsl_index.py)
         self.device_nodes = {id(loop): loop for fn in self.helion.values()
                              for loop in helion.device_loops(fn, self.resolve)}
+        self.dsl = DslIndex(self.tree, self.resolve, self.parents)
+        self.device_nodes.update({id(fn): fn for fn in self.dsl.device})
         for stmt in self.tree.body:  # module-level lambdas act as functions
             if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Lambda):
                 for t in stmt.targets:
@@ -111,6 +115,7 @@ class Context:
         self.ext_factories: set[str] = set()
         self.helion_names: set[str] = set()  # hold a Helion kernel (``k = relu_kernel``, ``self.k = ...``)
         self.helion_attrs: set[str] = set()
+        dsl = self.dsl.trackers() if self.dsl else []  # CuTe DSL / TileLang kernels held in names and attributes
         for _ in range(4):  # small fixpoint: aliases of aliases, factories returning factories
             for target, value in list(self._assignments()) + list(self._bound_arguments()):
                 while isinstance(target, ast.Subscript):
@@ -118,7 +123,8 @@ class Context:
                 for hit, names, attrs in ((self._holds_kernel(value), self.kernel_names, self.kernel_attrs),
                                           (self.is_ext(value), self.ext_names, self.ext_attrs),
                                           (self._holds_ext_fn(value), self.ext_fn_names, self.ext_fn_attrs),
-                                          (self.holds_helion(value), self.helion_names, self.helion_attrs)):
+                                          (self.holds_helion(value), self.helion_names, self.helion_attrs),
+                                          *((holds(value), n, a) for holds, n, a in dsl)):
                     if hit and isinstance(target, ast.Name):
                         names.add(target.id)
                     elif hit and isinstance(target, ast.Attribute):
@@ -276,8 +282,8 @@ class Context:
         return None
 
     def walk(self, fr: FnRef) -> Iterator[ast.AST]:
-        """Every node of a forward-path function, not descending into @triton.jit kernels or the device loops of
-        Helion kernels (their code is the kernel)."""
+        """Every node of a forward-path function, not descending into @triton.jit kernels, the device loops of
+        Helion kernels, CuTe DSL kernels or TileLang prim_funcs (their code is the kernel)."""
         todo = [fr.node]
         while todo:
             node = todo.pop()
@@ -287,10 +293,12 @@ class Context:
 
     def launch_kind(self, n: ast.AST) -> str | None:
         """'triton' for ``kernel[grid](...)``, 'cuda' for a call into a load_inline module, 'helion' for a call of a
-        Helion kernel that has a device loop."""
+        Helion kernel that has a device loop, 'cute_dsl'/'tilelang' as `DslIndex.launch_kind` says."""
         if not isinstance(n, ast.Call):
             return None
         f = n.func
+        if self.dsl and (kind := self.dsl.launch_kind(n)):
+            return kind
         if self.helion and not isinstance(f, ast.Subscript) and self.holds_helion(f):
             return "helion"
         if isinstance(f, ast.Subscript) and self.references_jit(f.value):

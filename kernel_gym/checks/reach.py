@@ -26,7 +26,9 @@ class FnRef:
 
 def forward_path(ctx: Context) -> list[FnRef]:
     """Functions reachable from ModelNew.forward/__call__ through names, self.<method>, own
-    submodules, ``Cls.apply`` and ``super()``; @triton.jit kernels are not entered."""
+    submodules, ``Cls.apply`` and ``super()``, and the host code of CuTe DSL and TileLang kernels (their JIT
+    functions and factories, wherever they are called from); @triton.jit kernels, CuTe DSL kernels and TileLang
+    prim_funcs (device code) are not entered."""
     walk = _PathWalk(ctx)
     if "ModelNew" in ctx.classes:
         for m in ("forward", "__call__"):
@@ -35,6 +37,8 @@ def forward_path(ctx: Context) -> list[FnRef]:
             if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id in (
                     "forward", "__call__") for t in stmt.targets):
                 walk.add("ModelNew", stmt.value, "forward")
+        for owner, node, name in ctx.dsl.host_functions():
+            walk.add(owner, node, name)
     while walk.work:
         fr = walk.work.pop()
         for n in ctx.walk(fr):
@@ -52,7 +56,7 @@ class _PathWalk:
         self.work: list[FnRef] = []
 
     def add(self, owner: str | None, node: ast.AST | None, name: str) -> None:
-        if node is None or id(node) in self.seen or id(node) in self.ctx.jit_nodes:
+        if node is None or id(node) in self.seen or id(node) in self.ctx.jit_nodes or id(node) in self.ctx.device_nodes:
             return
         self.seen.add(id(node))
         me = None

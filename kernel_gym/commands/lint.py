@@ -23,6 +23,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from kernel_gym.backends import CHOICES
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     from kernel_gym.solution_file import FORMATS
@@ -35,7 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--solution-format", default="auto", choices=FORMATS,
                         help="auto: a .py file is code, any other file a model response")
     parser.add_argument("--checks", default="standard", help="anti-hack preset (strict, kevin-strict, standard, ...)")
-    parser.add_argument("--backend", default="auto", choices=("auto", "triton", "cuda", "cuda_raw", "helion"))
+    parser.add_argument("--backend", default="auto", choices=CHOICES)
     parser.add_argument("--json", action="store_true", help="print the verdict as one JSON object")
     parser.add_argument("--exit-code", action="store_true", help="exit with 1 when a rule fired")
     parser.set_defaults(func=run)

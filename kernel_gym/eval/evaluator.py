@@ -45,9 +45,25 @@ def static_verdict(job: EvalJob) -> EvalResult | None:
 def evaluate_job(job: EvalJob, evaluator: Evaluator) -> EvalResult:
     """The static rules of the job's preset, then (when none fires) the evaluator. An evaluator that fails itself
     (`SandboxError`: a runner that cannot start, the task's reference failing, a closed pool) gives a `crash` marked
-    `infra_failure`, not an exception: an env step or a rollout goes on, and its trainer can drop the turn."""
+    `infra_failure`, not an exception: an env step or a rollout goes on, and its trainer can drop the turn. A job of a
+    GPU-only backend (CuTe DSL, TileLang: kernel_gym.backends) on the CPU backend is `unsupported` once its static
+    rules pass: nothing of it can run there."""
     rejected = static_verdict(job)
-    return rejected if rejected is not None else evaluated(job, evaluator)
+    if rejected is not None:
+        return rejected
+    unsupported = cpu_unsupported(job)
+    return unsupported if unsupported is not None else evaluated(job, evaluator)
+
+
+def cpu_unsupported(job: EvalJob) -> EvalResult | None:
+    """UNSUPPORTED for a job whose backend has no CPU execution (e.g. CuTe DSL code that `backend="auto"` found on
+    a cpu env), else None."""
+    from kernel_gym.backends import cpu_refusal, gpu_only
+
+    if job.config.device != "cpu" or not gpu_only(job.backend):
+        return None
+    return EvalResult(outcome=Outcome.UNSUPPORTED, backend=job.backend,
+                      message="the static checks passed, but " + cpu_refusal(job.backend))
 
 
 def evaluated(job: EvalJob, evaluator: Evaluator) -> EvalResult:

@@ -115,7 +115,8 @@ class EvalJob:
     task_source: str = ""
     """The reference program; "" loads it from `task_id` (`kernel_gym.tasks.load_task`: an id or a path)."""
     backend: str = "auto"
-    """"triton", "cuda", "cuda_raw", "helion", or "auto": detected from the code (Triton when nothing says otherwise)."""
+    """"triton", "cuda", "cuda_raw", "helion", "cute_dsl", "tilelang" (these two on cuda only), or "auto": detected
+    from the code (Triton when nothing says otherwise)."""
     sizes: dict[str, Any] | None = None
     """Overrides of the task's size globals ({} = the file's own, full sizes); None: the task's sizes for the
     config's device (its KERNEL_GYM["cpu"] sizes on cpu, full sizes on cuda) and its second shape as `alt_sizes`."""

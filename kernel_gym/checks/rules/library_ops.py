@@ -249,15 +249,29 @@ def _allowed(ctx: Context, kind: str, has_kernel: bool, op: str = "", final: boo
     return False
 
 
+# (what "your own kernel" is, what "your own kernels" are) in a language whose host code runs as PyTorch
+_OWN_WORDS = {
+    "helion": ("your own Helion kernel (inside its `for tile in hl.tile(...)` loop: code outside that loop runs as "
+               "plain PyTorch)", "Helion kernels' hl.tile loops"),
+    "cute_dsl": ("your own CuTe DSL kernel (the body of a @cute.kernel: a @cute.jit function's own code runs as plain "
+                 "Python/PyTorch while it is traced)", "@cute.kernel functions"),
+    "tilelang": ("your own TileLang kernel (the body of a @T.prim_func: a @tilelang.jit factory's own code runs as "
+                 "plain Python/PyTorch)", "TileLang @T.prim_func kernels"),
+}
+
+
+def _own_kernel_words(ctx: Context) -> tuple[str, str]:
+    lang = ctx.backend if ctx.backend in _OWN_WORDS else "helion" if ctx.helion else \
+        "cute_dsl" if ctx.dsl.cute_kernels or ctx.dsl.cute_jit else "tilelang" if ctx.dsl else None
+    return _OWN_WORDS.get(lang, ("your own Triton/CUDA kernel", "Triton/CUDA kernels"))
+
+
 def _message(ctx: Context, what: str, where: str, kind: str, has_kernel: bool, op: str = "",
              final: bool = False) -> str:
     """Why the finding is not allowed, then the policy's own sentence (the op audit's feedback quotes the same)."""
-    helion_code = bool(ctx.helion) or ctx.backend == "helion"
-    own = ("your own Helion kernel (inside its `for tile in hl.tile(...)` loop: code outside that loop runs as plain "
-           "PyTorch)") if helion_code else "your own Triton/CUDA kernel"
+    own, kernels = _own_kernel_words(ctx)
     preset = ctx.preset.library
     if preset != "standard":
-        kernels = "Helion kernels' hl.tile loops" if helion_code else "Triton/CUDA kernels"
         return (f"`{what}`{where} is PyTorch/library compute; the `{ctx.preset.name}` preset requires every "
                 f"computation in forward to run in your own {kernels}. Write it as a kernel. "
                 + policy.explain(preset))
@@ -272,8 +286,8 @@ def _message(ctx: Context, what: str, where: str, kind: str, has_kernel: bool, o
                    f"GEMM/convolution to keep: it would do the task's work in the library. Compute it in {own}.")
         else:
             why = (f"`{what}`{where} is a GEMM/convolution library call, but forward launches no kernel of yours "
-                   "(a @triton.jit launch, a load_inline CUDA kernel or a Helion kernel's hl.tile loop) to do the rest "
-                   "of the work.")
+                   "(a @triton.jit launch, a load_inline CUDA kernel, a Helion kernel's hl.tile loop, a CuTe DSL or "
+                   "a TileLang kernel) to do the rest of the work.")
         return why + " " + policy.explain(preset, {"gemm"})
     if kind == EPILOGUE:
         if not ctx.task.final_reductions and ctx.task.known and ctx.task.ends_in:

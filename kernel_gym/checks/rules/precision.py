@@ -17,8 +17,19 @@ LOW = {  # resolved name -> precision class
     "triton.language.bfloat16": "bf16",
     **{f"torch.float8_{n}": "fp8" for n in ("e4m3fn", "e5m2", "e4m3fnuz", "e5m2fnuz", "e8m0fnu")},
     **{f"triton.language.float8{n}": "fp8" for n in ("e4nv", "e5", "e4b15", "e4b8", "e5b16")},
+    # CuTe DSL's numeric types (cutlass.X, also re-exported as cute.X) and TileLang's dtypes (T.X)
+    **{f"{m}.{n}": c for m in ("cutlass", "cutlass.cute") for n, c in (
+        ("Float16", "fp16"), ("BFloat16", "bf16"), ("TFloat32", "tf32"), ("Float8E4M3FN", "fp8"),
+        ("Float8E5M2", "fp8"), ("Float8E4M3", "fp8"))},
+    **{f"tilelang.language.{n}": c for n, c in (
+        ("float16", "fp16"), ("half", "fp16"), ("bfloat16", "bf16"), ("tfloat32", "tf32"), ("float8_e4m3", "fp8"),
+        ("float8_e5m2", "fp8"), ("float8_e4m3fn", "fp8"))},
 }
-FP32 = frozenset({"torch.float32", "torch.float", "triton.language.float32", "numpy.float32"})
+FP32 = frozenset({"torch.float32", "torch.float", "triton.language.float32", "numpy.float32", "cutlass.Float32",
+                  "cutlass.cute.Float32", "tilelang.language.float32"})
+# TileLang names dtypes by string too (`dtype="float16"`, `T.Tensor((M, N), "bfloat16")`)
+TILELANG_LOW_STRINGS = {"float16": "fp16", "half": "fp16", "bfloat16": "bf16", "float8_e4m3": "fp8",
+                        "float8_e5m2": "fp8", "float8_e4m3fn": "fp8"}
 LOW_METHODS = {"half": "fp16", "bfloat16": "bf16"}
 PREC_ARGS = ("allow_tf32", "input_precision", "precision", "dot_precision")  # dot_precision: Helion
 TF32_STRINGS = {"tf32", "tf32x3", "medium", "high", "bf16", "bf16x3", "bf16x6"}
@@ -91,7 +102,8 @@ def _allowed(ctx: Context, node: ast.AST, cls: str) -> bool:
 def check(ctx: Context):
     """On a float32 task (unless precision drops are allowed), nothing in the solution, kernels
     included, computes in lower precision: no float16/bfloat16/float8 dtypes (``torch.float16``,
-    ``tl.bfloat16``, ``.half()``, ``.to(tl.float16)``), no TF32 (``input_precision="tf32"``/``"tf32x3"``,
+    ``tl.bfloat16``, ``.half()``, ``.to(tl.float16)``, CuTe DSL's ``cutlass.BFloat16``/``cutlass.TFloat32``,
+    TileLang's ``T.float16`` or ``"float16"``), no TF32 (``input_precision="tf32"``/``"tf32x3"``,
     ``allow_tf32=True``, ``torch.backends.*.allow_tf32``, ``set_float32_matmul_precision`` other than
     "highest"), no autocast; in C++ sources no ``__half``/``half2``/``__nv_bfloat16``/``__float2half``,
     fp16/tf32 cuBLAS modes or f16/tf32 ``mma``. Dtype checks (``x.dtype == torch.float16``) and
@@ -117,6 +129,11 @@ def check(ctx: Context):
                     node.value.value is True or node.value.value in TF32_STRINGS):
             yield violation(NAME, node.value, f"`{node.arg}={node.value.value!r}` uses TF32/reduced "
                             f"precision. {FIX}")
+        elif isinstance(node, ast.Constant) and (ctx.dsl.tl_jit or ctx.dsl.tl_prims) \
+                and isinstance(node.value, str) and node.value in TILELANG_LOW_STRINGS \
+                and not _allowed(ctx, node, TILELANG_LOW_STRINGS[node.value]):
+            yield violation(NAME, node, f"the TileLang dtype {node.value!r} lowers precision below the task's float32. "
+                            f"{FIX}")
         elif isinstance(node, ast.Constant) and node.value in ("tf32", "tf32x3") and not (
                 isinstance(ctx.parents.get(node), ast.keyword) and ctx.parents[node].arg in PREC_ARGS) \
                 and not isinstance(ctx.parents.get(node), ast.Compare):
