@@ -3,6 +3,11 @@
 CPU (default): runs under the Triton interpreter (TRITON_INTERPRET=1 is set before triton is
 imported) at the task's KERNEL_GYM["cpu"] and KERNEL_GYM["alt"] sizes.
 
+Each task is checked at its own dtype (KERNEL_GYM["dtype"]: float32 for levels 1 and 2, bfloat16 for level 3): its
+inputs must have it, and a float32 task's solution must match the reference within --atol/--rtol, while a bf16 or
+fp16 task's is judged as the env judges it, by the error budget against a float64 run of the reference
+(kernel_gym.judge.error_budget: at most k times the reference's own error plus the dtype's floor).
+
     .venv/bin/python tests/solutions/verify_solutions.py [--only level1/relu ...]
 
 GPU: `--device cuda` compiles the kernels for real; `--full` also runs the full (module-default)
@@ -46,6 +51,10 @@ if ARGS.device == "cpu":
 
 import torch  # noqa: E402
 
+from kernel_gym.judge.error_budget import DEFAULT_K, FLOOR, budget_for  # noqa: E402
+
+FLOATING = ("float32", "float16", "bfloat16")
+
 if ARGS.device != "cpu" and not ARGS.tf32:
     # fp32 tasks are judged against full-precision fp32 references
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -86,7 +95,7 @@ def static_checks(path):
     assert kg["cpu"] != kg["alt"], "cpu and alt shapes are identical"
     for g in kg.get("full_alt", {}):
         assert g in globals_assigned, f"KERNEL_GYM['full_alt'] key {g!r} is not a module global"
-    assert kg.get("dtype") == "float32", "dtype"
+    assert kg.get("dtype", "float32") in FLOATING, f"dtype {kg.get('dtype')!r} is not one of {FLOATING}"
     names = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
     for n in ("Model", "get_inputs", "get_init_inputs"):
         assert n in names, f"missing {n}"
@@ -107,8 +116,25 @@ def build(task_path, sol_path, overrides, device, seed=0):
     inputs = task.get_inputs()
     assert all(t.device.type == "cpu" for t in inputs if torch.is_tensor(t)), \
         "get_inputs must not pick a device"
+    dtype = getattr(task, "KERNEL_GYM", {}).get("dtype", "float32")
+    floating = [t for t in inputs if torch.is_tensor(t) and t.is_floating_point()]
+    assert all(str(t.dtype) == f"torch.{dtype}" for t in floating), \
+        f"get_inputs' floating tensors are {sorted({str(t.dtype) for t in floating})}, the task says {dtype}"
     inputs = [t.to(device) if torch.is_tensor(t) else t for t in inputs]
     return task, ref, new, inputs
+
+
+def oracle_verdict(ref, inputs, out_new, out_ref, dtype):
+    """A half-precision task's verdict: the error budget against a float64 copy of the reference (as the judge)."""
+    import copy
+
+    exact = copy.deepcopy(ref).double()(*[t.double() if torch.is_tensor(t) and t.is_floating_point() else t
+                                          for t in inputs])
+    budget, _ = budget_for(0, out_new, out_ref, exact, DEFAULT_K, FLOOR[dtype])
+    report = budget.report()
+    text = (f"{report['metric']} {report['candidate_error']:.3g} vs the reference's {report['reference_error']:.3g}, "
+            f"limit {report['limit']:.3g}")
+    return budget.ok, text
 
 
 def sync(device):
@@ -154,7 +180,13 @@ def check_case(task_id, task_path, sol_path, label, overrides, device):
         else:
             max_err = (out_new.float() - out_ref.float()).abs().max().item()
             atol, rtol = (ARGS.full_atol, ARGS.full_rtol) if label in ("full", "falt") else (ARGS.atol, ARGS.rtol)
-            if not torch.allclose(out_new, out_ref, atol=atol, rtol=rtol):
+            dtype = str(out_ref.dtype).removeprefix("torch.")
+            if out_new.dtype != out_ref.dtype:
+                problems.append(f"dtype {out_new.dtype} != {out_ref.dtype}")
+            elif dtype in ("float16", "bfloat16"):
+                within, text = oracle_verdict(ref, inputs, out_new, out_ref, dtype)
+                (notes if within else problems).append(f"error budget: {text}")
+            elif not torch.allclose(out_new, out_ref, atol=atol, rtol=rtol):
                 problems.append(f"mismatch max_abs_err={max_err:.3e} (atol={atol}, rtol={rtol})")
             elif label in ("full", "falt") and not torch.allclose(out_new, out_ref, atol=1e-4, rtol=1e-4):
                 notes.append(f"note: passes at {atol}/{rtol} but not at 1e-4/1e-4")
