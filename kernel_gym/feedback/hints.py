@@ -12,6 +12,7 @@ mistake a hack. Registered in `HINTS` (name -> function returning the hint text 
 - `helion_missing`: the runners' Python has no Helion (the machine's install, not the solution, is at fault).
 - `helion_cpu_math`: on the CPU backend, a libdevice function that Helion lowered a torch op to and that CPU runners
   do not emulate (harness/interpreter_math.py) returns None under Triton's interpreter.
+- CuTe DSL and TileLang: `kernel_gym.feedback.hints_dsl`.
 """
 
 from __future__ import annotations
@@ -162,4 +163,4 @@ def _helion_cpu_math(result: EvalResult, ctx: HintContext) -> str | None:
             "write that op another way, or evaluate on a GPU.")
 
 
-from kernel_gym.feedback import hints_torch_api  # noqa: E402,F401 - registers its hints
+from kernel_gym.feedback import hints_dsl, hints_torch_api  # noqa: E402,F401 - register their hints

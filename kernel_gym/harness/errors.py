@@ -124,12 +124,17 @@ def classify(exc: BaseException, stage: str) -> tuple[Outcome, bool]:
 
 def _is_compile_failure(exc: BaseException) -> bool:
     """Triton JIT errors (CompilationError on GPU, InterpreterError under the CPU interpreter), Helion's own errors
-    (helion.exc: it compiles a kernel at its first call, so a bad config or an unsupported op raises there) and
-    build failures."""
+    (helion.exc: it compiles a kernel at its first call, so a bad config or an unsupported op raises there), the
+    errors of CuTe DSL (`cutlass.base_dsl.common.DSL*Error`: a @cute.jit function traced and compiled at its first
+    call; not `DSLCudaRuntimeError`, the CUDA runtime failing a launch) and of TileLang and its TVM (`tvm.error.*`,
+    raised while a prim_func is parsed, lowered or built with nvcc), and build failures."""
     name = type(exc).__name__
     from kernel_gym import cuda_raw
 
     if isinstance(exc, cuda_raw.CompileError):  # NVRTC
         return True
+    root = type(exc).__module__.split(".")[0]
+    if root == "cutlass":
+        return name != "DSLCudaRuntimeError"
     return (name in ("CompilationError", "CompileTimeAssertionFailure", "InterpreterError", "CalledProcessError")
-            or type(exc).__module__.split(".")[0] in ("triton", "helion"))
+            or root in ("triton", "helion", "tilelang", "tvm"))

@@ -24,11 +24,14 @@ _WATCHED_MODULES = ("torch", "torch.cuda", "torch.nn.functional", "time", "built
                     "kernel_gym.runner.session", "kernel_gym.runner.serve", "kernel_gym.runner.evidence",
                     "kernel_gym.runner.refusal", "kernel_gym.tasks.loading", "kernel_gym.sandbox.channel",
                     "kernel_gym.sandbox.shared", "kernel_gym.cuda_raw", "kernel_gym.harness.cuda",
-                    "torch.utils.cpp_extension", "kernel_gym.harness.launches", "kernel_gym.harness.profile")
+                    "torch.utils.cpp_extension", "kernel_gym.harness.launches", "kernel_gym.harness.profile",
+                    "kernel_gym.harness.dsl_launches")
 # Kernel DSLs a solution imports itself (not preloaded): their compiled kernels, settings and functions stay in
 # memory after the job, where the next job of the runner would meet whatever this one left in them (a patched
-# `helion.kernel`): a runner whose job imported one is not reused.
-JOB_IMPORTED_DSLS = ("helion",)
+# `helion.kernel`, a CuTe DSL or TileLang JIT cache, the launch hooks kernel_gym.harness.dsl_launches put in them):
+# a runner whose job imported one is not reused. (TileLang's import also adds its TVM to sys.path and PYTHONPATH;
+# `restore_state` puts those back, and the runner goes anyway.)
+JOB_IMPORTED_DSLS = ("helion", "cutlass", "tilelang")
 _WATCHED_CLASSES = (torch.Tensor, torch.cuda.Event, torch.nn.Module, threading.Thread)
 # The harness's own classes, resolved when the snapshot is taken (their methods decide the verdict).
 _WATCHED_CLASS_NAMES = ("kernel_gym.runner.session.Session", "kernel_gym.sandbox.channel.Channel",

@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from kernel_gym import cuda_raw
-from kernel_gym.harness import cuda, integrity, launches, stream_values
+from kernel_gym.harness import cuda, dsl_launches, integrity, launches, stream_values
 from kernel_gym.harness.errors import classify, describe_failure, trim
 from kernel_gym.harness.integrity import Snapshot
 from kernel_gym.harness.timing import gated_streams, hold_new_streams
@@ -119,6 +119,7 @@ class Session:
             raise Refusal("compile_error", "NVRTC failed on the CUDA source:\n" + trim(error.log)) from None
         if not hasattr(module, "ModelNew"):
             raise Refusal("compile_error", "the code defines no ModelNew")
+        dsl_launches.install()
         self.modules[name] = module
         started = [t for t in threading.enumerate() if t not in threads and t.is_alive()]
         return {"threads_started": len(started), "harness": self.snapshot.changes()}
@@ -198,6 +199,7 @@ class Session:
         fn = self.models[model]
         self.poison(poison)
         before = set(threading.enumerate())
+        dsl_launches.install()  # CuTe DSL / TileLang, once the job has imported one (their hooks: nothing else)
         launches.STATE.count = 0
         launches.STATE.ablate = ablate
         evidence: dict[str, Any] = {}

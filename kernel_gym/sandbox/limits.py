@@ -95,7 +95,11 @@ def job_environment(folder: Path) -> dict[str, str]:
     under the key of the next job's, a module on the import path)."""
     return {"HOME": str(folder), "TMPDIR": str(folder), "TRITON_CACHE_DIR": str(folder / "triton"),
             "TORCH_EXTENSIONS_DIR": str(folder / "extensions"), "TORCHINDUCTOR_CACHE_DIR": str(folder / "inductor"),
-            "XDG_CACHE_HOME": str(folder / ".cache"), "HELION_CACHE_DIR": str(folder / "helion")}
+            "XDG_CACHE_HOME": str(folder / ".cache"), "HELION_CACHE_DIR": str(folder / "helion"),
+            # CuTe DSL's compiled host functions and IR (else $TMPDIR/<user>/cutlass_python_cache, its dumps the cwd),
+            # TileLang's kernels (else ~/.tilelang/cache) and TVM-FFI's builds (else ~/.cache/tvm-ffi)
+            "CUTE_DSL_CACHE_DIR": str(folder / "cute_dsl"), "CUTE_DSL_DUMP_DIR": str(folder / "cute_dsl_dump"),
+            "TILELANG_CACHE_DIR": str(folder / "tilelang"), "TVM_FFI_CACHE_DIR": str(folder / "tvm_ffi")}
 
 
 def _libc() -> ctypes.CDLL | None:

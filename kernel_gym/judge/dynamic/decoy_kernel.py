@@ -1,11 +1,13 @@
-"""with the solution's Triton launches skipped the output must change; otherwise the kernels do no work"""
+"""with the solution's own launches skipped (Triton, raw CUDA, Helion, CuTe DSL, TileLang) the output must change;
+otherwise the kernels do no work"""
 
 from __future__ import annotations
 
 from kernel_gym.judge.dynamic.registry import Hack, Stop, check
 
 
-@check("decoy_kernel", "correctness", applies=lambda ctx: ctx.backend in ("triton", "cuda_raw", "helion"))
+@check("decoy_kernel", "correctness",
+       applies=lambda ctx: ctx.backend in ("triton", "cuda_raw", "helion", "cute_dsl", "tilelang"))
 def ablation(ctx, _) -> None:
     """With every launch of the solution's own kernels skipped, the output must change."""
     try:
