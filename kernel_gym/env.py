@@ -230,6 +230,30 @@ class KernelRefineEnv(gym.Env):
         self.last_obs = obs
         return obs, reward, False, truncated, info
 
+    def restore(self, steps: list[tuple[str, dict[str, Any]]], *, episode_id: str | None = None) -> str:
+        """Continue the episode `reset` began from its logged steps ((response, info) of turns 1..k, k < max_turns),
+        as a resumed rollout does: the turns are rebuilt from the log (kernel_gym.history), not evaluated or
+        summarized again, and the env's seed stream advances as those steps advanced it. `episode_id`: the logged
+        episode's id, kept so that its records and the new ones form one episode. Returns the observation the next
+        turn answers."""
+        from kernel_gym.history import checked_steps, result_from_info
+
+        if self.task is None or self.turns:
+            raise EpisodeEndedError("restore() goes right after reset(), before any step")
+        cfg = self.config
+        for action, info in checked_steps(steps, task=self.task.id, max_turns=cfg.max_turns):
+            parsed = parse_action(action, backend=cfg.backend, max_response_chars=cfg.max_response_chars,
+                                  max_code_chars=cfg.max_code_chars)
+            if parsed.ok:
+                self.np_random.integers(2**31 - 1)  # the seed its evaluation drew (_job)
+            self.turns.append(Turn(int(info["turn"]), parsed, result_from_info(info), float(info["score"]),
+                                   str(info["feedback"]), str(info.get("reasoning_summary") or ""),
+                                   {k: info[k] for k in ("reward_terms", "plan_code") if k in info},
+                                   info.get("summary_source") or "extractive", info.get("summary_error")))
+        self.episode_id = episode_id or self.episode_id
+        self.last_obs = self._observation()
+        return self.last_obs
+
     def render(self) -> str | None:
         if self.render_mode == "ansi":
             return self._observation() if self.turns else self._fit(self.prompt)

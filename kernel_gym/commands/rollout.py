@@ -138,8 +138,10 @@ def run_rollout(args: argparse.Namespace) -> int:
     finally:
         signal.signal(signal.SIGINT, previous)
         policy.close()
+    resumed = getattr(result, "resumed", 0)
+    note = f" ({resumed} continued from their last logged turn)" if resumed else ""
     print(f"{len(result.tasks)} tasks, configurations {', '.join(b.label for b in result.budgets)}: "
-          f"{result.ran} trajectories run, {result.skipped} already complete in {args.out}\n")
+          f"{result.ran} trajectories run{note}, {result.skipped} already complete in {args.out}\n")
     metrics = result.metrics()
     print(summary_table(metrics))
     _cpu_note(args.out)

@@ -8,7 +8,8 @@ Two schedules (RolloutConfig.schedule):
 - rounds (a local model, `policy.batched`): one batched `generate` call answers every live trajectory, then their
   envs step in parallel (as many threads as the evaluator has workers); finished trajectories are replaced by
   waiting ones, so short and long configurations share rounds.
-Every step is logged as it finishes (kernel_gym.rollout.log), so a killed run loses at most its unfinished steps."""
+Every step is logged as it finishes (kernel_gym.rollout.log), so a killed run loses at most its unfinished steps,
+and running it again continues each unfinished trajectory from its last logged turn."""
 
 from __future__ import annotations
 
@@ -32,6 +33,9 @@ from kernel_gym.rollout.progress import progress_bar
 logger = logging.getLogger(__name__)
 
 RESERVED = ("task", "max_turns", "evaluator", "log_dir")
+
+Pending = tuple[Budget, str, int, list[dict[str, Any]]]
+"""A trajectory to run: its budget, task, index and its logged records of turns 1..k (empty: none)."""
 
 
 @dataclass(kw_only=True)
@@ -79,6 +83,8 @@ class RolloutResult:
     """Trajectories run by this call."""
     skipped: int
     """Trajectories found complete in the log and not run again."""
+    resumed: int = 0
+    """Of those run, the trajectories continued from their last logged turn (their logged turns not asked again)."""
 
     def metrics(self, **kwargs: Any) -> dict[str, ConfigMetrics]:
         """`kernel_gym.metrics.summarize` over these trajectories (complete ones), by configuration."""
@@ -110,18 +116,19 @@ def evaluate(policy: Policy | str, tasks: str | Sequence[str], configs: str | Se
     device = _device(cfg.env.get("device", "auto"), evaluator)
     env_kwargs = {**cfg.env, "device": device}
     _check_env(env_kwargs)
-    writer, done = _open_log(out, env_kwargs, cfg, policy)
+    writer, done, partial = _open_log(out, env_kwargs, cfg, policy)
     wanted = [(b, t, i) for b in budgets for t in task_ids for i in range(b.trajectories)]
-    pending = [w for w in wanted if (w[0].label, w[1], w[2]) not in done]
+    pending = [(b, t, i, partial.get((b.label, t, i), [])) for b, t, i in wanted if (b.label, t, i) not in done]
     own = evaluator is None and bool(pending)  # nothing to run: no workers to start
     records: list[dict[str, Any]] = []
+    resumed = 0
     try:
         if own:
             from kernel_gym.judge.local import LocalEvaluator
 
             evaluator = LocalEvaluator(device, workers=cfg.workers)
             evaluator.start()
-        _run(policy, pending, env_kwargs, evaluator, cfg, writer, records)
+        resumed = _run(policy, pending, env_kwargs, evaluator, cfg, writer, records)
     finally:
         if writer is not None:
             writer.close()
@@ -133,13 +140,15 @@ def evaluate(policy: Policy | str, tasks: str | Sequence[str], configs: str | Se
     keys = {(b.label, t, i) for b, t, i in wanted}
     trajs = [t for t in rlog.trajectories(source) if (t.config, t.task, t.index) in keys]
     return RolloutResult(trajs, budgets, task_ids, Path(out) if out is not None else None, ran=len(pending),
-                         skipped=len(wanted) - len(pending))
+                         skipped=len(wanted) - len(pending), resumed=resumed)
 
 
 class _Live:
-    """One running trajectory: its env, the observation to answer, its turn."""
+    """One running trajectory: its env, the observation to answer, its turn. With `logged` (its records of turns
+    1..k from an earlier run) it goes on at turn k+1: the env is restored from them, nothing is asked again."""
 
-    def __init__(self, budget: Budget, task: str, index: int, env_kwargs: dict[str, Any], evaluator: Any, seed: int):
+    def __init__(self, budget: Budget, task: str, index: int, logged: list[dict[str, Any]],
+                 env_kwargs: dict[str, Any], evaluator: Any, seed: int):
         import gymnasium as gym
 
         import kernel_gym  # noqa: F401 - registers the env id
@@ -147,7 +156,21 @@ class _Live:
         self.budget, self.task, self.index, self.seed = budget, task, index, _seed(seed, budget.label, task, index)
         self.env = gym.make("KernelRefine-v0", task=task, max_turns=budget.turns, evaluator=evaluator, **env_kwargs)
         self.obs, info = self.env.reset(seed=self.seed, options={"task": task})
-        self.episode_id, self.turn, self.done = info["episode_id"], 0, False
+        self.episode_id, self.turn, self.done, self.restored = info["episode_id"], 0, False, False
+        if logged:
+            self._restore(logged)
+
+    def _restore(self, logged: list[dict[str, Any]]) -> None:
+        episode_id = str(logged[0].get("episode_id") or self.episode_id)
+        try:
+            self.obs = self.env.unwrapped.restore([(r["action"], r["info"]) for r in logged], episode_id=episode_id)
+        except (ConfigError, KeyError, TypeError, ValueError) as e:  # a log this version cannot read back
+            logger.warning("%s/%s/%d: cannot continue from the log (%s); running it again from turn 1",
+                           self.budget.label, self.task, self.index, e)
+            self.obs, info = self.env.reset(seed=self.seed, options={"task": self.task})
+            self.episode_id = info["episode_id"]
+            return
+        self.episode_id, self.turn, self.restored = episode_id, len(logged), True
 
     def request(self, system_prompt: str | None) -> Request:
         return Request(prompt=self.obs, task=self.task, turn=self.turn + 1, trajectory=self.index,
@@ -175,6 +198,12 @@ class _Sink:
 
     def __init__(self, writer: Any, records: list[dict[str, Any]], bar: Any):
         self.writer, self.records, self.bar, self._lock = writer, records, bar, threading.Lock()
+        self.resumed = 0  # trajectories continued from their logged turns
+
+    def opened(self, slot: _Live) -> _Live:
+        with self._lock:
+            self.resumed += slot.restored
+        return slot
 
     def __call__(self, record: dict[str, Any]) -> None:
         with self._lock:
@@ -185,15 +214,17 @@ class _Sink:
             self.bar.update(1)
 
 
-def _run(policy: Policy, pending: list[tuple[Budget, str, int]], env_kwargs: dict[str, Any], evaluator: Any,
-         cfg: RolloutConfig, writer: Any, records: list[dict[str, Any]]) -> None:
+def _run(policy: Policy, pending: list[Pending], env_kwargs: dict[str, Any], evaluator: Any,
+         cfg: RolloutConfig, writer: Any, records: list[dict[str, Any]]) -> int:
+    """Run the pending trajectories; returns how many went on from their logged turns."""
     schedule = cfg.schedule if cfg.schedule != "auto" else ("rounds" if policy.batched else "async")
-    with progress_bar(sum(b.turns for b, _, _ in pending), enabled=cfg.progress) as bar:
+    with progress_bar(sum(b.turns - len(logged) for b, _, _, logged in pending), enabled=cfg.progress) as bar:
         sink = _Sink(writer, records, bar)
         if schedule == "rounds":
             _run_rounds(policy, pending, env_kwargs, evaluator, cfg, sink)
         else:
             _run_async(policy, pending, env_kwargs, evaluator, cfg, sink)
+    return sink.resumed
 
 
 def _answer(policy: Policy, slots: list[_Live], system_prompt: str | None) -> list[str]:
@@ -203,7 +234,7 @@ def _answer(policy: Policy, slots: list[_Live], system_prompt: str | None) -> li
     return [as_text(r) for r in responses]
 
 
-def _run_rounds(policy: Policy, pending: list[tuple[Budget, str, int]], env_kwargs: dict[str, Any], evaluator: Any,
+def _run_rounds(policy: Policy, pending: list[Pending], env_kwargs: dict[str, Any], evaluator: Any,
                 cfg: RolloutConfig, sink: _Sink) -> None:
     """Lockstep rounds: one batched generate call for every live trajectory, then their steps in parallel."""
     threads = max(1, int(getattr(evaluator, "workers", cfg.concurrency)))
@@ -212,7 +243,7 @@ def _run_rounds(policy: Policy, pending: list[tuple[Budget, str, int]], env_kwar
         try:
             while queue or live:
                 while queue and len(live) < cfg.concurrency:
-                    live.append(_Live(*queue.pop(), env_kwargs, evaluator, cfg.seed))
+                    live.append(sink.opened(_Live(*queue.pop(), env_kwargs, evaluator, cfg.seed)))
                 responses = _answer(policy, live, cfg.system_prompt)
                 for record in steppers.map(lambda s, r: s.step(r, policy.name, cfg.log_prompts), live, responses):
                     sink(record)
@@ -224,16 +255,16 @@ def _run_rounds(policy: Policy, pending: list[tuple[Budget, str, int]], env_kwar
                 slot.close()
 
 
-def _run_async(policy: Policy, pending: list[tuple[Budget, str, int]], env_kwargs: dict[str, Any], evaluator: Any,
+def _run_async(policy: Policy, pending: list[Pending], env_kwargs: dict[str, Any], evaluator: Any,
                cfg: RolloutConfig, sink: _Sink) -> None:
     """Every trajectory on its own thread (`concurrency` at once): generate one response, step, repeat. No
     trajectory waits for the slowest completion of a batch; the evaluator's pool queues the steps."""
     stop = threading.Event()
 
-    def trajectory(item: tuple[Budget, str, int]) -> None:
+    def trajectory(item: Pending) -> None:
         if stop.is_set():
             return
-        slot = _Live(*item, env_kwargs, evaluator, cfg.seed)
+        slot = sink.opened(_Live(*item, env_kwargs, evaluator, cfg.seed))
         try:
             while not slot.done and not stop.is_set():
                 (response,) = _answer(policy, [slot], cfg.system_prompt)
@@ -252,9 +283,10 @@ def _run_async(policy: Policy, pending: list[tuple[Budget, str, int]], env_kwarg
 
 
 def _open_log(out: str | Path | None, env_kwargs: dict[str, Any], cfg: RolloutConfig, policy: Policy):
-    """(writer, keys complete in the log) for `out`; run.json must agree on the env settings."""
+    """(writer, keys complete in the log, logged turns of the incomplete ones) for `out`; run.json must agree on
+    the env settings."""
     if out is None:
-        return None, set()
+        return None, set(), {}
     from kernel_gym.trajectory import TrajectoryLog
 
     folder = Path(out)
@@ -269,9 +301,10 @@ def _open_log(out: str | Path | None, env_kwargs: dict[str, Any], cfg: RolloutCo
     settings = {k: v for k, v in asdict(cfg).items() if k not in ("env", "progress")}
     rlog.write_run(folder, {"env": env_json, "policy": policy.name, "settings": settings,
                             "started": (run or {}).get("started", time.time()), "updated": time.time()})
-    done = rlog.completed_keys(rlog.read_records(folder))
+    records = rlog.read_records(folder)
+    done, partial = rlog.completed_keys(records), rlog.partial_episodes(records)
     rlog.end_cut_line(rlog.log_path(folder))
-    return TrajectoryLog(folder, name=rlog.LOG_NAME), done
+    return TrajectoryLog(folder, name=rlog.LOG_NAME), done, partial
 
 
 def _check_env(env_kwargs: dict[str, Any]) -> None:

@@ -7,9 +7,10 @@ A record is an env trajectory record (kernel_gym.trajectory; `kernel-gym samples
      "info" (the step's info), "reward", "gamma", "aggregation", "time"}
 
 A trajectory is identified by (config, task, trajectory); it is complete when one episode of it has every turn
-1..T. Re-running skips complete trajectories; an incomplete one is run again from its first turn (an env cannot be
-restored mid-episode) under a new episode id, and readers keep, per trajectory, its first complete episode (or, when
-none is complete, its longest).
+1..T. Re-running skips complete trajectories and continues an incomplete one from its last logged turn: its env is
+rebuilt from the logged turns 1..k (`KernelRefineEnv.restore`: the observation carries each turn's summary, kernel
+and feedback; nothing is evaluated or asked again) and plays turn k+1 on, under the same episode id. Readers keep,
+per trajectory, its first complete episode (or, when none is complete, its longest).
 """
 
 from __future__ import annotations
@@ -75,6 +76,16 @@ def end_cut_line(path: Path) -> None:
 
 def completed_keys(records: Iterable[dict[str, Any]]) -> set[Key]:
     return {key for key, ep in episodes_by_key(records).items() if _complete(ep)}
+
+
+def partial_episodes(records: Iterable[dict[str, Any]]) -> dict[Key, list[dict[str, Any]]]:
+    """Per incomplete trajectory, the records of its longest episode when they are turns 1..k (what a resume
+    continues from); a trajectory whose episode misses a turn in between is not in it (it is run from turn 1)."""
+    out = {}
+    for key, ep in episodes_by_key(records).items():
+        if not _complete(ep) and [int(r["turn"]) for r in ep] == list(range(1, len(ep) + 1)):
+            out[key] = ep
+    return out
 
 
 def trajectories(source: str | Path | Iterable[dict[str, Any]]) -> list[Trajectory]:

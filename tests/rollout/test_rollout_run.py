@@ -87,9 +87,10 @@ def test_resume_skips_complete_trajectories(evaluator, solution, respond, tmp_pa
 
     again = Counting(answer)
     result = evaluate(again, ["level1/relu"], "2x2,1x1", out=tmp_path, evaluator=evaluator, env={"device": "cpu"})
-    redone = {(r.config, r.trajectory) for r in again.requests}
-    assert redone == {("2x2", last["trajectory"]), ("1x1", 0)}  # the finished trajectory is not redone
-    assert len(again.requests) == 3 and (result.ran, result.skipped) == (2, 1)
+    asked = {(r.config, r.trajectory, r.turn) for r in again.requests}
+    # the finished trajectory is not redone; the cut one goes on at its turn 2 (its logged turn 1 is not asked again)
+    assert asked == {("2x2", last["trajectory"], 2), ("1x1", 0, 1)}
+    assert len(again.requests) == 2 and (result.ran, result.skipped, result.resumed) == (2, 1, 1)
     assert sorted((t.config, t.index, len(t.attempts)) for t in result.trajectories) == [
         ("1x1", 0, 1), ("2x2", 0, 2), ("2x2", 1, 2)]
 
@@ -100,6 +101,48 @@ def test_resume_skips_complete_trajectories(evaluator, solution, respond, tmp_pa
     with pytest.raises(ConfigError, match="other env settings"):
         evaluate(third, ["level1/relu"], "1x1", out=tmp_path, evaluator=evaluator,
                  env={"device": "cpu", "checks": "strict"})
+
+
+@pytest.mark.timeout(300)
+def test_resume_continues_a_partial_trajectory_from_its_last_logged_turn(evaluator, solution, relu_code, respond,
+                                                                        tmp_path):
+    """A run killed after turn 2 of 3: running it again asks the policy for turn 3 only, with the observation the
+    uninterrupted run showed (turns 1 and 2 rebuilt from the log: summaries, kernels, feedback), and the log then
+    holds one complete episode."""
+    answers = {1: respond(solution("level1/relu")), 2: respond(relu_code(body="tl.minimum(x, 0.0)")),
+               3: respond(solution("level1/relu"))}
+    full, cut = tmp_path / "full", tmp_path / "cut"
+    whole = Counting(lambda r: answers[r.turn])
+    evaluate(whole, ["level1/relu"], "1x3", out=full, evaluator=evaluator, env={"device": "cpu"}, seed=5)
+    records = read_log(log_path(full))
+    assert [r["info"]["error"] for r in records] == [None, "mismatch", None]
+    cut.mkdir()
+    (cut / "run.json").write_text((full / "run.json").read_text())
+    log_path(cut).write_text("".join(json.dumps(r) + "\n" for r in records[:2]))  # killed during turn 3
+
+    resumed = Counting(lambda r: answers[r.turn])
+    result = evaluate(resumed, ["level1/relu"], "1x3", out=cut, evaluator=evaluator, env={"device": "cpu"}, seed=5)
+    assert [r.turn for r in resumed.requests] == [3]  # turns 1 and 2 are not asked again
+    (request,) = resumed.requests
+    assert request.prompt == records[2]["prompt"] and request.seed == whole.requests[2].seed
+    assert (result.ran, result.skipped, result.resumed) == (1, 0, 1)
+    (trajectory,) = result.trajectories
+    assert len(trajectory.attempts) == 3 and trajectory.attempts[2].correct
+    logged = read_log(log_path(cut))
+    assert len({r["episode_id"] for r in logged}) == 1 and [r["turn"] for r in logged] == [1, 2, 3]
+    assert logged[2]["info"]["scores"][:2] == [r["info"]["score"] for r in records[:2]]
+
+
+def test_a_log_that_cannot_be_read_back_is_run_from_turn_1(evaluator, tmp_path, caplog):
+    prose = Counting("No code this time, only a plan.")
+    evaluate(prose, ["level1/relu"], "1x2", out=tmp_path, evaluator=evaluator, env={"device": "cpu"})
+    records = read_log(log_path(tmp_path))
+    del records[0]["info"]["feedback"]  # a record of an older version
+    log_path(tmp_path).write_text(json.dumps(records[0]) + "\n")
+    again = Counting("No code this time, only a plan.")
+    result = evaluate(again, ["level1/relu"], "1x2", out=tmp_path, evaluator=evaluator, env={"device": "cpu"})
+    assert [r.turn for r in again.requests] == [1, 2] and (result.ran, result.resumed) == (1, 0)
+    assert "running it again from turn 1" in caplog.text
 
 
 def test_budgets_and_tasks_parse():
