@@ -67,6 +67,16 @@ def test_manifest_entry_records_native_precision_and_peak_memory(task_id):
     assert set(entry["sizes"]) == {"full", "cpu", "alt", "full_alt"}
 
 
+@pytest.mark.parametrize("suite", ["level1", "level2"])
+def test_level1_and_level2_entries_record_their_peak_memory_estimate_too(suite):
+    """Every suite's judged run fits the bound at full size; the manifest says so for levels 1 and 2 as well
+    (the same estimate as level 3's, kernel_gym.tasks.memory)."""
+    entries = {t: MANIFEST["tasks"][t] for t in list_tasks(suite)}
+    assert all(0 < e["peak_mib_estimate"] <= MEMORY_BOUND_MIB for e in entries.values())
+    task = load_task(f"{suite}/relu" if suite == "level1" else f"{suite}/gemm_relu")
+    assert entries[task.id]["peak_mib_estimate"] == peak_mib_estimate(task.source, task.metadata.get("full_alt"))
+
+
 def test_the_fp32_variant_is_the_same_task_cast():
     task = load_task("level3/llama_decoder_layer")
     fp32 = at_precision(task, "fp32")
