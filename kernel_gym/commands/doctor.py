@@ -41,6 +41,12 @@ def _package(name: str, dist: str, needed_for: str) -> Item:
     return Item(name, found, f"{dist} {_version(dist)}" if found else f"{dist} not installed", needed_for)
 
 
+def _dsl(name: str, module: str, dist: str, needed_for: str) -> Item:
+    """A kernel DSL's package, under the backend's name (CuTe DSL's module is `cutlass`)."""
+    item = _package(module, dist, needed_for)
+    return Item(name, item.ok, item.detail, item.needed_for)
+
+
 def _gpu() -> Item:
     import torch
 
@@ -106,6 +112,10 @@ CHECKS: dict[str, Callable[[], Item]] = {
     "cutlass": _cutlass,
     "helion": lambda: _package("helion", "helion", 'backend="helion" (kernel-gym[helion]; the CPU backend runs its kernels '
                                "under Triton's interpreter)"),
+    "cute_dsl": lambda: _dsl("cute_dsl", "cutlass", "nvidia-cutlass-dsl",
+                             'backend="cute_dsl" (kernel-gym[cute_dsl]; its kernels run on a GPU only)'),
+    "tilelang": lambda: _dsl("tilelang", "tilelang", "tilelang",
+                             'backend="tilelang" (kernel-gym[tilelang]; its kernels run on a GPU only, built with nvcc)'),
     "isolation": _isolation,
     "ray": lambda: _package("ray", "ray", "RayEvaluator, the OpenRLHF and verl launchers"),
     "trl": lambda: _package("trl", "trl", "kernel_gym.integrations.trl (GRPOTrainer)"),

@@ -1,0 +1,64 @@
+"""backend="tilelang" on an NVIDIA GPU (issue 39): TileLang kernels judged by the same correctness, timing and
+anti-hack stages as every other backend. NEVER RUN YET: written on the CPU machine, where
+tests/checks/test_checks_tilelang.py lowers these same solutions to CUDA C++ for sm_90a (nvcc never ran there) but
+nothing can execute them. Expect to adjust what a first GPU run shows (the launch hooks of
+kernel_gym/harness/dsl_launches.py, the kernels' names in the profiler, TileLang launching on torch's current stream,
+nvcc inside the confined runner)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+
+import kernel_gym  # noqa: F401
+
+pytestmark = pytest.mark.gpu
+pytest.importorskip("tilelang")
+TL = Path(__file__).resolve().parents[1] / "tilelang"
+
+
+def run(task: str, code: str, **kw) -> dict:
+    env = gym.make("KernelRefine-v0", task=task, device="cuda", backend="tilelang", max_turns=1, **kw)
+    try:
+        env.reset(seed=0)
+        return env.step("TileLang.\n```python\n" + code + "```\n")[4]
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("task, name, kw", [
+    ("level1/relu", "level1_relu.py", {}),  # elementwise
+    ("level1/sum_reduce", "level1_sum_reduce.py", {}),  # reduction
+    ("level1/matmul", "level1_matmul_bf16.py", {"precision": "bf16"}),  # bf16 GEMM on tensor cores (wgmma on Hopper)
+])
+def test_tilelang_solutions_are_correct_and_timed(task, name, kw):
+    info = run(task, (TL / "solutions" / name).read_text(), **kw)
+    assert info["backend"] == "cute_dsl" and info["correct"], info["feedback"]
+    assert info["timing"]["method"].startswith("judge_cuda_events")
+    assert info["signals"].get("own_launches_per_call", 0) >= 1  # the JITKernel hook counted the launch
+    assert info["signals"].get("own_kernel_time_share", 0) > 0.9  # the profiler knows `<prim_func>_kernel`
+    assert info["speedup"] and info["speedup"] > 0
+
+
+def test_hidden_library_gemm_is_rejected_by_the_dynamic_checks():
+    code = (TL / "attacks" / "library_gemm_behind_copy.py").read_text()
+    info = run("level1/matmul", code, checks="permissive", precision="bf16")
+    assert not info["correct"] and info["hacks"][0] in ("library_time", "torch_compute"), info["feedback"]
+
+
+def test_decoy_is_rejected():
+    info = run("level1/relu", (TL / "attacks" / "decoy_scratch_kernel.py").read_text(), checks="permissive")
+    assert not info["correct"] and info["hacks"][0] in ("decoy_kernel", "library_time"), info["feedback"]
+
+
+def test_the_gemm_asked_for_at_fp32_is_a_precision_violation():
+    info = run("level1/matmul", (TL / "solutions" / "level1_matmul_bf16.py").read_text())
+    assert info["error"] == "rejected" and "precision" in info["hacks"]
+
+
+def test_t_gemm_on_fp32_tiles_is_tf32_and_a_mismatch_with_the_hint():
+    code = (TL / "solutions" / "level1_matmul_bf16.py").read_text().replace('"bfloat16"', '"float32"')
+    info = run("level1/matmul", code)
+    assert not info["correct"] and info["error"] == "mismatch" and "TF32 tensor cores" in info["feedback"]
