@@ -41,7 +41,7 @@ from kernel_gym.rewards import (
 )
 from kernel_gym.spaces import FreeText
 from kernel_gym.tasks import Task, list_tasks, load_task
-from kernel_gym.tasks.precision import at_precision, dtype_of
+from kernel_gym.tasks.precision import at_precision, dtype_of, native_bf16_on_cpu
 from kernel_gym.trajectory import TrajectoryLog
 
 SCORING_TEXT = {
@@ -145,6 +145,7 @@ class KernelRefineEnv(gym.Env):
             raise BackendUnavailableError(cpu_refusal(self.config.backend))
         if device == "cpu" and dtype_of(self.config.precision) == "bfloat16":  # said once, at make
             warnings.warn(f"precision='bf16' on cpu: {CPU_BF16}", UserWarning, stacklevel=2)
+        self._native_bf16_said = False  # a natively bf16 task on cpu: said once, at its first reset
         self.score_fn = get_score(self.config.score)
         self.summarizer = make_summarizer(summarizer, self.config.summary_chars)
         self._owns_evaluator = evaluator is None
@@ -167,6 +168,10 @@ class KernelRefineEnv(gym.Env):
         super().reset(seed=seed)
         options = options or {}
         self.task = at_precision(load_task(options.get("task") or self._pick_task()), self.config.precision)
+        note = self.device == "cpu" and self.config.precision is None and native_bf16_on_cpu(self.task)
+        if note and not self._native_bf16_said:
+            self._native_bf16_said = True
+            warnings.warn(note, UserWarning, stacklevel=2)
         self.turns, self._done = [], False
         self.episode_id = uuid.uuid4().hex
         atol, rtol = self._tolerance()

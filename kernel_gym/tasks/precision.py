@@ -62,3 +62,14 @@ def at_precision(task: Any, precision: str | None) -> Any:
     meta = {k: v for k, v in task.metadata.items() if k not in ("atol", "rtol")}
     meta.update(dtype=dtype, native_dtype=task.dtype, precision=precision)
     return replace(task, metadata=meta)
+
+
+def native_bf16_on_cpu(task: Any) -> str | None:
+    """The warning a task that is bf16 natively (level 3) gets on the CPU backend, as `precision="bf16"` gets it at
+    make (kernel_gym.device.CPU_BF16); None for a task of any other dtype."""
+    if task.dtype != "bfloat16":
+        return None
+    from kernel_gym.device import CPU_BF16
+
+    return (f"task {task.id} is bf16 natively (so is every level-3 task), and on cpu: {CPU_BF16}; precision='fp32' "
+            "judges the same task cast to fp32")
