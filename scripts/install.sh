@@ -8,12 +8,16 @@
 # - kernel-gym[dev]: torch, Triton, gymnasium; pytest and ruff; matplotlib, notebook execution, transformers,
 #   datasets (rollouts, reports, preference pairs); Ray (kernel-gym[ray]) and the HTTP service (kernel-gym[serve]);
 #   TRL (kernel-gym[trl]: its GRPOTrainer runs the adapter's tests on CPU) and openenv-core (kernel-gym[openenv]);
-#   Helion (kernel-gym[helion]: backend="helion", its tests run on CPU under Triton's interpreter);
+#   Helion (kernel-gym[helion]: backend="helion", its tests run on CPU under Triton's interpreter); the environment
+#   standards (kernel-gym[hubs]: verifiers 0.3.1 and skyrl-gym 0.4.0);
 # - OpenRLHF's Python package *without* its GPU stack (vLLM, DeepSpeed, flash-attn: `--no-deps`), plus the two light
 #   packages its modules import: enough for kernel_gym.integrations.openrlhf and its tests. Training itself needs the
 #   full stack on GPU machines: `pip install "kernel-gym[train]"` (docs/openrlhf.md).
 # - verl the same way (`--no-deps`, plus the few packages its agent-loop modules import): enough for
 #   kernel_gym.integrations.verl and its tests; GPU training: `pip install "kernel-gym[verl]"` (docs/trainers.md).
+# - NeMo Gym's package the same way (`--no-deps --ignore-requires-python`: nemo-gym 0.7.0 declares Python >=3.13.14
+#   and pins openai==2.44.0, ray[default], mlflow, ...), plus the four packages its server modules import that
+#   nothing else here brings: enough for kernel_gym.integrations.nemo_gym and its tests (docs/trainers.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,6 +25,7 @@ PYTHON=${PYTHON:-python3}
 OPENRLHF_VERSION=0.11.2  # the adapter patches OpenRLHF's SamplesGenerator: pinned to the version the tests verified
 VERL_VERSION=0.9.1  # kernel_gym.integrations.verl relies on its agent-loop worker's shape: the version the tests verified
 TRANSFERQUEUE_VERSION=0.1.11
+NEMO_GYM_VERSION=0.7.0  # kernel_gym.integrations.nemo_gym builds on its GymnasiumServer and gymnasium_agent
 
 "$PYTHON" -m venv .venv
 # Byte-compiled at install (~1 CPU-minute): the evaluation's runner processes import torch and triton from a
@@ -35,6 +40,9 @@ TRANSFERQUEUE_VERSION=0.1.11
 # ERROR listing them at every install; the line below says it once, plainly)
 .venv/bin/python -m pip install -q --no-warn-conflicts "tensordict==0.10.0" hydra-core codetiming cachetools msgspec \
   torchdata peft
+.venv/bin/python -m pip install -q --no-warn-conflicts --no-deps --ignore-requires-python "nemo-gym==${NEMO_GYM_VERSION}"
+.venv/bin/python -m pip install -q --no-warn-conflicts itsdangerous httptools yappi wandb
 echo "note: OpenRLHF and verl are installed without their GPU stacks (vLLM, DeepSpeed, flash-attn): enough for their" \
-  "adapters and tests; \`pip check\` lists those pins as missing, as expected (docs/openrlhf.md, docs/trainers.md)"
+  "adapters and tests; so is nemo-gym (its Python floor and pins); \`pip check\` lists those pins as missing, as" \
+  "expected (docs/openrlhf.md, docs/trainers.md)"
 echo "kernel-gym installed in .venv ($(.venv/bin/kernel-gym --version)); run .venv/bin/kernel-gym demo"
