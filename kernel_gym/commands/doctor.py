@@ -123,6 +123,9 @@ CHECKS: dict[str, Callable[[], Item]] = {
     "vllm": lambda: _package("vllm", "vllm", "OpenRLHF and verl training (generation on GPUs)"),
     "verl": lambda: _package("verl", "verl", "kernel_gym.integrations.verl"),
     "openenv": lambda: _package("openenv", "openenv-core", "kernel-gym serve --protocol openenv"),
+    "verifiers": lambda: _package("verifiers", "verifiers", "kernel_gym.integrations.verifiers (kernel-gym[hubs])"),
+    "nemo_gym": lambda: _package("nemo_gym", "nemo-gym", "kernel_gym.integrations.nemo_gym (scripts/install.sh)"),
+    "skyrl_gym": lambda: _package("skyrl_gym", "skyrl-gym", "kernel_gym.integrations.skyrl (kernel-gym[hubs])"),
     "hub": _hub,
 }
 
