@@ -17,7 +17,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [  # bottom to top; a module's layer
     ("harness", ("harness", "sandbox", "cuda_raw", "nvrtc")),  # what judge and runner share
     ("runner", ("runner", "signals.collect")),  # the candidate's side (signals.collect: read in the runner)
     ("judge", ("judge",)),
-    ("env", ("config", "feedback", "rewards", "env", "registration", "trajectory", "samples", "spaces")),
+    ("env", ("config", "feedback", "rewards", "env", "registration", "trajectory", "samples", "spaces", "history")),
     ("edges", ("", "tasks.measure", "tasks.validate", "tasks.generator", "tasks.llm")),  # trainers, CLI, tools
 ]
 UP = {  # the imports that go up a layer, each for a reason
