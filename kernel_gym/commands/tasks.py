@@ -4,6 +4,7 @@
     kernel-gym tasks suites                                  suites with task and split counts
     kernel-gym tasks import PATH [--out FILE]                index a KernelBench checkout
     kernel-gym tasks generate --n 80 --seed 0 --out DIR      sampled (or --llm-url/--model) held-out tasks
+    kernel-gym tasks generate --level 3 --n 20 --out DIR     level-3-style blocks (norm + attention + MLP, ...)
 """
 
 from __future__ import annotations
@@ -26,8 +27,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     imp.add_argument("path", help="the checkout (its root, its KernelBench/ folder, or one levelN folder)")
     imp.add_argument("--out", default=None, help="write the index here instead of the user cache")
     imp.add_argument("--no-estimate", action="store_true", help="skip the roofline baseline estimates")
-    gen = commands.add_parser("generate", help="generate held-out level-2 tasks (Kevin's appendix A.2)")
+    gen = commands.add_parser("generate", help="generate held-out level-2 tasks (Kevin's appendix A.2), or level-3 blocks")
     gen.add_argument("--n", type=int, required=True, help="how many tasks to accept")
+    gen.add_argument("--level", type=int, default=2, choices=(2, 3),
+                     help="2: a main operator and 2-5 cheaper ones; 3: whole blocks of several (bf16 natively)")
     gen.add_argument("--seed", type=int, default=0)
     gen.add_argument("--out", required=True, help="folder for <name>.py files and manifest.json")
     gen.add_argument("--min-ms", type=float, default=0.1, help="minimum full-size reference time (estimated)")
@@ -122,8 +125,14 @@ def _generate(args: argparse.Namespace) -> int:
         existing |= folder_signatures(folder)
     info = {"generator": "llm" if args.llm_url else "sampled", "seed": args.seed, "n": args.n, "min_ms": args.min_ms,
             "against": list(args.against)}
+    if args.level != 2:  # (a level-2 manifest stays as it was)
+        info["level"] = args.level
     try:
         if args.llm_url:
+            if args.level != 2:
+                print("kernel-gym tasks generate: --llm-url writes level-2 tasks; --level 3 samples blocks",
+                      file=sys.stderr)
+                return 2
             if not args.model:
                 print("kernel-gym tasks generate: --llm-url needs --model", file=sys.stderr)
                 return 2
@@ -134,7 +143,7 @@ def _generate(args: argparse.Namespace) -> int:
                                   measure=args.measure, existing=existing, max_attempts=args.max_attempts)
         else:
             result = generate(args.n, args.seed, min_ms=args.min_ms, measure=args.measure, existing=existing,
-                              max_attempts=args.max_attempts)
+                              max_attempts=args.max_attempts, level=args.level)
     except KernelGymError as e:
         print(f"kernel-gym tasks generate: {e}", file=sys.stderr)
         return 2

@@ -1,13 +1,16 @@
-"""Held-out task generator (Kevin, appendix A.2): a main operator plus 2-5 sampled cheaper operators.
+"""Held-out task generator (Kevin, appendix A.2): a main operator plus 2-5 sampled cheaper operators; with
+`level=3`, whole blocks of several operators (norms, attention, MLPs, convolutions; kernel_gym/tasks/blocks.py).
 
     kernel-gym tasks generate --n 80 --seed 0 --out DIR        # DIR/<name>.py + DIR/manifest.json
+    kernel-gym tasks generate --level 3 --n 20 --seed 0 --out DIR    # level-3 compositions, bf16 natively
 
 Each candidate is rendered as a KernelBench-format program with a `KERNEL_GYM` dict and must pass every check
 in validate.py (runs at cpu and alt sizes, deterministic, finite, non-constant, uses every input, > `min_ms` at
 full size). A candidate whose ATen operator sequence (roofline.Trace.signature, e.g. `convolution, gelu,
 native_group_norm, mean`) equals that of a built-in task, of a task generated earlier in the run, or of a task
-in an `against` folder is rejected as a duplicate. Everything is drawn from `random.Random(seed)`, so a seed
-gives the same files, byte for byte.
+in an `against` folder is rejected as a duplicate. A level-3 candidate must also fit the level-3 memory bound
+(kernel_gym.tasks.memory: its judged run's estimated peak at full size, else "too_large"), and its manifest entry
+records that estimate. Everything is drawn from `random.Random(seed)`, so a seed gives the same files, byte for byte.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import random
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +29,7 @@ from kernel_gym.tasks.roofline import MODEL, trace_source
 from kernel_gym.tasks.validate import MIN_MS, Verdict, validate_source
 
 MIN_FOLLOWERS, MAX_FOLLOWERS = 2, 5
+LEVELS = (2, 3)
 
 
 @dataclass(frozen=True)
@@ -150,16 +155,43 @@ def task_name(index: int, ops: Iterable[str]) -> str:
     return f"{index:03d}_" + "_".join(ops)
 
 
+def sample_level3(rng: random.Random) -> Program:
+    """One level-3 candidate: a whole block (kernel_gym.tasks.blocks), rendered at its sizes."""
+    from kernel_gym.tasks import blocks
+
+    block = blocks.sample_block(rng)
+    return Program(block.ops, blocks.render_block(block, blocks.sizes_of(block)))
+
+
+def validate_level3(source: str, *, min_ms: float = MIN_MS, measure: bool = False) -> Verdict:
+    """`validate_source`, then the level-3 memory bound on the judged run's estimated peak at full size."""
+    from kernel_gym.tasks.memory import MEMORY_BOUND_MIB, peak_mib_estimate
+
+    verdict = validate_source(source, min_ms=min_ms, measure=measure)
+    if not verdict.ok:
+        return verdict
+    peak = peak_mib_estimate(source, verdict.metadata.get("full_alt"))
+    if peak > MEMORY_BOUND_MIB:
+        return Verdict(False, "too_large", f"a judged run would take ~{peak:.0f} MiB, over {MEMORY_BOUND_MIB} MiB")
+    return verdict
+
+
 def generate(n: int, seed: int = 0, *, min_ms: float = MIN_MS, measure: bool = False,
              existing: set[tuple[str, ...]] | None = None, mains: Mapping[str, Callable] = oplib.MAINS,
-             followers: Mapping[str, oplib.Follower] = oplib.FOLLOWERS, max_attempts: int | None = None) -> GenerationResult:
-    """Sample until `n` candidates pass (or `max_attempts`, default 20 n, were tried)."""
+             followers: Mapping[str, oplib.Follower] = oplib.FOLLOWERS, max_attempts: int | None = None,
+             level: int = 2) -> GenerationResult:
+    """Sample until `n` candidates pass (or `max_attempts`, default 20 n, were tried). `level=3` draws whole blocks
+    (kernel_gym.tasks.blocks; `mains` and `followers` are level 2's)."""
+    from kernel_gym.errors import ConfigError
+
+    if level not in LEVELS:
+        raise ConfigError(f"level must be one of {LEVELS}, got {level!r}")
     rng = random.Random(seed)
-    collector = Collector(suite_signatures() if existing is None else existing,
-                          lambda src: validate_source(src, min_ms=min_ms, measure=measure))
+    validate = partial(validate_level3 if level == 3 else validate_source, min_ms=min_ms, measure=measure)
+    collector = Collector(suite_signatures() if existing is None else existing, validate)
     limit = max_attempts if max_attempts is not None else 20 * n
     while len(collector.result.tasks) < n and collector.result.attempts < limit:
-        program = sample_program(rng, mains, followers)
+        program = sample_level3(rng) if level == 3 else sample_program(rng, mains, followers)
         if program is None:
             collector.result.attempts += 1
             collector.result.rejected["no_applicable_op"] += 1
@@ -177,9 +209,10 @@ def write_suite(result: GenerationResult, out: str | Path, info: dict[str, Any])
         (folder / f"{t.name}.py").write_text(t.program.source)
         v = t.verdict
         measured = v.measured_ms is not None
+        level = int(v.metadata.get("level", 2))
         tasks[t.name] = {
             "file": f"{t.name}.py",
-            "level": 2,
+            "level": level,
             "dtype": str(v.metadata.get("dtype", "float32")),
             "split": "heldout",
             "ops": list(t.program.ops),
@@ -190,6 +223,10 @@ def write_suite(result: GenerationResult, out: str | Path, info: dict[str, Any])
             "baseline_ms": round(v.measured_ms if measured else v.estimate_ms, 4),
             "baseline_ms_source": "measured" if measured else "estimate",
         }
+        if level == 3:  # sized for the memory bound, as the level-3 suite (validate_level3 checked it)
+            from kernel_gym.tasks.memory import peak_mib_estimate
+
+            tasks[t.name]["peak_mib_estimate"] = peak_mib_estimate(t.program.source, v.metadata.get("full_alt"))
     manifest = {"version": 1, **info, "accepted": len(tasks), "attempts": result.attempts,
                 "rejected": dict(sorted(result.rejected.items())), "roofline": MODEL, "tasks": tasks}
     path = folder / "manifest.json"

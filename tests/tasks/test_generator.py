@@ -6,7 +6,7 @@ import random
 import pytest
 
 from kernel_gym.cli import main
-from kernel_gym.tasks import load_task
+from kernel_gym.tasks import blocks, generator, load_task
 from kernel_gym.tasks import ops as oplib
 from kernel_gym.tasks.generator import Collector, Program, generate, sample_program, suite_signatures, write_suite
 from kernel_gym.tasks.validate import validate_source
@@ -119,3 +119,83 @@ def test_write_suite_is_deterministic(tmp_path):
     write_suite(result, tmp_path / "x", {"seed": 11})
     write_suite(result, tmp_path / "y", {"seed": 11})
     assert _files(tmp_path / "x") == _files(tmp_path / "y")
+
+
+# ---- level 3: whole blocks (kernel_gym/tasks/blocks.py) ---------------------------------------------------------
+def test_level3_blocks_are_reproducible_valid_and_sized_for_the_memory_bound(tmp_path):
+    from kernel_gym.tasks.memory import MEMORY_BOUND_MIB
+
+    for name, seed in (("a", 0), ("b", 0), ("c", 1)):
+        args = ["tasks", "generate", "--level", "3", "--n", "3", "--seed", str(seed), "--out", str(tmp_path / name)]
+        assert main(args) == 0
+    a, b, c = (_files(tmp_path / n) for n in "abc")
+    assert len(a) == 4 and a == b and a != c
+    manifest = json.loads(a["manifest.json"])
+    assert manifest["level"] == 3 and manifest["accepted"] == 3
+    signatures = [tuple(e["signature"]) for e in manifest["tasks"].values()]
+    assert len(set(signatures)) == 3 and not set(signatures) & suite_signatures()
+    for entry in manifest["tasks"].values():
+        assert entry["level"] == 3 and entry["dtype"] == "bfloat16" and entry["baseline_ms"] >= 0.1
+        assert 0 < entry["peak_mib_estimate"] <= MEMORY_BOUND_MIB
+        task = load_task(str(tmp_path / "a" / entry["file"]))
+        assert task.level == 3 and task.dtype == "bfloat16" and set(task.metadata) >= {"cpu", "alt", "full_alt"}
+        token, channel = entry["ops"][1:3]  # a block: its wiring, then a token mixer and a channel mixer
+        assert token.split("_")[0] in ("mha", "gqa", "causal", "gated", "token") and channel in blocks._MLPS
+
+
+def _block(wiring, norm, parts, **options):
+    options = {"layer_scale": False, "final_norm": False, "preset": 0, **options}
+    return blocks.Block(wiring, norm, tuple(parts), **options)
+
+
+def _covering_blocks():
+    """Every wiring, norm, token mixer, attention option and MLP at least once."""
+    rng = random.Random(0)
+    att = blocks.attention
+    return [
+        _block("pre", "rmsnorm", [att(rng, "causal", True, True, False), blocks.mlp(rng, "swiglu")], final_norm=True),
+        _block("post", "layernorm", [att(rng, "full", False, False, True), blocks.mlp(rng, "gelu_mlp")],
+               layer_scale=True),
+        _block("sandwich", "rmsnorm", [att(rng, "window", True, False, True), blocks.mlp(rng, "geglu")], preset=1),
+        _block("parallel", "layernorm", [att(rng, "window", False, True, False), blocks.mlp(rng, "relu2_mlp")],
+               preset=2),
+        _block("pre", "layernorm", [blocks.causal_conv(rng, gated=True), blocks.mlp(rng, "gelu_tanh_mlp"),
+                                    blocks.token_mlp(rng), blocks.mlp(rng, "swiglu")], layer_scale=True),
+        _block("post", "rmsnorm", [blocks.causal_conv(rng, gated=False), blocks.mlp(rng, "gelu_mlp")]),
+    ]
+
+
+@pytest.mark.parametrize("index", range(6))
+def test_every_wiring_mixer_and_option_renders_a_valid_bf16_block(index):
+    block = _covering_blocks()[index]
+    source = blocks.render_block(block, blocks.sizes_of(block))
+    verdict = generator.validate_level3(source)
+    assert verdict.ok, (block.ops, verdict.reason, verdict.detail)
+    assert verdict.metadata["dtype"] == "bfloat16" and verdict.metadata["level"] == 3
+    assert f"{block.wiring}_{block.norm}" in source.splitlines()[0]
+
+
+def test_the_covering_blocks_cover_everything():
+    names = {p.name for b in _covering_blocks() for p in b.parts}
+    assert set(blocks._MLPS) <= names and {"token_mlp", "causal_conv", "gated_conv"} <= names
+    assert {b.wiring for b in _covering_blocks()} == set(blocks.WIRINGS)
+    attention = {part for part in names if part.startswith(("mha", "gqa"))}
+    for word in ("mha", "gqa", "causal", "full", "window", "rope", "qknorm"):
+        assert any(word in a for a in attention), word
+
+
+def test_a_block_over_the_memory_bound_is_rejected():
+    """64 sequences of 2048 tokens, 16 heads: the fp32 scores alone are 16 GiB (the oracle's float64 run twice that)."""
+    rng = random.Random(0)
+    block = _block("pre", "rmsnorm", [blocks.attention(rng, "causal", False, False, False), blocks.mlp(rng, "swiglu")])
+    sizes = blocks.sizes_of(block)
+    sizes["full"] = {**sizes["full"], "batch_size": 64, "seq_len": 2048}
+    verdict = generator.validate_level3(blocks.render_block(block, sizes))
+    assert verdict.reason == "too_large" and "MiB" in verdict.detail
+
+
+def test_unknown_level_is_refused():
+    from kernel_gym.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="level"):
+        generate(1, level=4)
