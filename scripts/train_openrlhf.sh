@@ -9,8 +9,10 @@
 # - KERNEL_GYM_OPENRLHF_MODE=turns: every turn is its own training sample whose prompt is the env's summarized
 #   history and whose reward is the discounted return R_t (RETURN_MODE sum|max, GAMMA), via our launcher
 #   kernel_gym.integrations.openrlhf_train (stock OpenRLHF makes one sample per episode; MODE=sum does that);
-# - group_norm advantages (GRPO): each turn's return normalized over the N_SAMPLES episodes of the same task at the
-#   same turn; no KL term (Kevin found KL slowed learning); DeepSpeed ZeRO-3 for the policy;
+# - GRPO-style advantages over ADVANTAGE's group (kernel_gym.integrations.advantage, the same option in every adapter):
+#   group_all_turns (default, Kevin's recipe): every turn of the N_SAMPLES episodes of a task, normalized by the
+#   launcher and kept by OpenRLHF's flash_reinforce estimator; per_turn_index: the same turn of the N_SAMPLES
+#   episodes, OpenRLHF's group_norm; no KL term (Kevin found KL slowed learning); DeepSpeed ZeRO-3 for the policy;
 # - candidate kernels are evaluated by KERNEL_GYM_EVALUATOR ("local" sandbox pool next to each vLLM actor,
 #   "ray" workers on dedicated GPUs, or a `kernel-gym serve` URL), never inside the vLLM actors.
 set -euo pipefail
@@ -27,7 +29,9 @@ MAX_TURNS=${MAX_TURNS:-4}             # refinement turns per episode (Kevin: 4 i
 GAMMA=${GAMMA:-0.4}                   # discount of the per-turn return (Kevin: 0.4 with sum)
 RETURN_MODE=${RETURN_MODE:-sum}       # sum | max (Kevin: max with gamma 0.8 is better with fewer turns)
 MODE=${MODE:-turns}                   # turns (one sample per turn) | sum (stock: one sample per episode)
-PROMPT_BATCH=${PROMPT_BATCH:-8}       # prompts per rollout (x N_SAMPLES episodes)
+ADVANTAGE=${ADVANTAGE:-group_all_turns} # turns mode: group_all_turns (Kevin) | per_turn_index
+PROMPT_BATCH=${PROMPT_BATCH:-8}       # prompts per rollout (x N_SAMPLES episodes; a multiple of MAX_TURNS keeps
+                                      # each PPO step's chunk whole tasks: see docs/openrlhf.md)
 TRAIN_BATCH=${TRAIN_BATCH:-128}       # samples per optimizer step
 MAX_LEN=${MAX_LEN:-16384}             # prompt + response tokens of one sample
 MAX_NEW=${MAX_NEW:-8192}              # tokens per response
@@ -36,6 +40,9 @@ OUT=${OUT:-checkpoints/kernel_gym_${SUITE}}
 PYTHON=${PYTHON:-python}              # the Python environment with kernel-gym and OpenRLHF installed
 
 export KERNEL_GYM_OPENRLHF_MODE=$MODE
+export KERNEL_GYM_ADVANTAGE=$ADVANTAGE
+if [[ "$MODE" == turns && "$ADVANTAGE" == group_all_turns ]]; then ESTIMATOR=${ESTIMATOR:-flash_reinforce}
+else ESTIMATOR=${ESTIMATOR:-group_norm}; fi
 export KERNEL_GYM_MAX_TURNS=$MAX_TURNS
 export KERNEL_GYM_GAMMA=$GAMMA
 export KERNEL_GYM_RETURN_MODE=$RETURN_MODE
@@ -75,7 +82,7 @@ ARGS=(
   --train.micro_batch_size 1
   --train.max_epochs 1
   --train.num_episodes 1
-  --algo.advantage.estimator group_norm
+  --algo.advantage.estimator "$ESTIMATOR"
   --algo.kl.init_coef 0
   --actor.adam.lr "$LR"
   --actor.max_norm 0.05

@@ -33,6 +33,7 @@ Run-level settings (environment variables of the Ray workers; the launcher forwa
 | KERNEL_GYM_EVALUATOR | local | "local", "ray[:address]" or "http(s)://host:port" |
 | KERNEL_GYM_EVAL_WORKERS | 1 | sandbox workers of a local pool (per vLLM actor process) |
 | KERNEL_GYM_EVAL_THREADS | 64 | threads waiting on evaluations at once (per process) |
+| KERNEL_GYM_ADVANTAGE | group_all_turns | turns mode: the advantage's group (kernel_gym.integrations.advantage) |
 
 A label's own keys win over these defaults. A label may also hold `seed` (the env's reset seed).
 """

@@ -16,7 +16,10 @@ prompt with the tokenizer's chat template. Two modes:
   task, the summarized earlier turns, the newest feedback) as its prompt, its response as the completion and the
   discounted return `R_t = kernel_gym.rewards.aggregate(scores, gamma, aggregation)[t]` as its reward. GRPO's group
   of `num_generations` slots is then `num_generations / max_turns` episodes of one task, so the advantage is
-  normalized over all their turns. Needs `num_generations % max_turns == 0` and a per-device batch that is a
+  normalized over all their turns (`advantage="group_all_turns"`, Kevin's recipe and the default of every adapter:
+  kernel_gym.integrations.advantage). With `advantage="per_turn_index"` the rollout hands each slot its return
+  normalized among the same turn of the group's episodes, and GRPO must not scale it again (`scale_rewards="none"`;
+  whole groups on each process). Needs `num_generations % max_turns == 0` and a per-device batch that is a
   multiple of `max_turns`.
 - "episode" (TRL's stock multi-turn): every slot is one whole episode: the first observation as the prompt, the
   completion every response followed by its feedback as a user turn (feedback tokens masked out of the loss through
@@ -30,7 +33,8 @@ Ray, or `kernel-gym serve`: `KERNEL_GYM_EVALUATOR`, see `shared_evaluator`), one
 With `policy_summaries=True` the policy writes the summaries of its earlier turns (Kevin): one more batched call
 per turn, cached in a `ModelSummarizer` (extractive when the call fails, noted in `info["summary_source"]`).
 
-Extra columns the reward functions receive (one value per completion): `kernel_reward` (R_t or R_1),
+Extra columns the reward functions receive (one value per completion): `kernel_reward` (R_t or R_1; with
+per_turn_index its normalized value), `kernel_return` (R_t or R_1),
 `kernel_score` (the turn's score; the best one in "episode" mode), `kernel_turn`, `kernel_task`, `kernel_correct`,
 `kernel_error`, `kernel_infra_failure` (the evaluation infrastructure failed on the turn: its 0 is no verdict).
 """
@@ -46,6 +50,7 @@ from typing import Any
 
 from kernel_gym.errors import ConfigError
 from kernel_gym.feedback.summarize import ModelSummarizer
+from kernel_gym.integrations.advantage import advantage_option, normalize, single_episode_warning
 from kernel_gym.integrations.episodes import Episode, Policy, episode_settings, make_env, play
 from kernel_gym.integrations.episodes import parse_label as parse_label  # the one label reader, under this name too
 
@@ -164,12 +169,18 @@ class KernelRefineRollout:
     | evaluator | None | shared by every env; None: `shared_evaluator(device)` (KERNEL_GYM_EVALUATOR) |
     | generate | None | (prompt ids, trainer) -> (completion ids, logprobs); None: the trainer's own generation |
     | policy_summaries | False | the policy summarizes its earlier turns (Kevin), batched once per turn ("turns") |
+    | advantage | None | "group_all_turns" (Kevin; None: $KERNEL_GYM_ADVANTAGE or that) or "per_turn_index" ("turns") |
     """
 
     def __init__(self, *, max_turns: int = 4, mode: str = "turns", env_kwargs: dict[str, Any] | None = None,
-                 evaluator: Any = None, generate: Generate | None = None, policy_summaries: bool = False):
+                 evaluator: Any = None, generate: Generate | None = None, policy_summaries: bool = False,
+                 advantage: str | None = None):
         if mode not in MODES:
             raise ConfigError(f"mode must be one of {MODES}, got {mode!r}")
+        self.advantage = advantage_option(advantage)
+        if self.advantage == "per_turn_index" and mode != "turns":
+            raise ConfigError("advantage='per_turn_index' groups turn samples: it needs mode='turns' (in mode="
+                              "'episode' a sample is a whole episode, and GRPO's group its task's episodes)")
         if max_turns < 1:
             raise ConfigError(f"max_turns must be at least 1, got {max_turns}")
         if policy_summaries and mode != "turns":
@@ -192,6 +203,7 @@ class KernelRefineRollout:
                                                     max_chars=int(self.env_kwargs.get("summary_chars", 400)))
             summarizer = self.summarizer
         episodes: list[_Episode] = []
+        group = self._group_episodes(trainer, len(prompts))
         try:
             self._start(prompts, trainer, summarizer, episodes)
             policy = _Policy(self.mode == "turns", chat, self.generate, trainer)
@@ -200,8 +212,24 @@ class KernelRefineRollout:
         finally:
             for episode in episodes:
                 episode.close()
-        return self._output(episodes, len(prompts))
+        return self._output(episodes, len(prompts), group)
 
+    def _group_episodes(self, trainer: Any, n: int) -> int:
+        """Episodes per GRPO group in "turns" mode (0 in "episode" mode); with per_turn_index, the trainer settings
+        under which GRPO keeps the advantages handed to it (else ConfigError)."""
+        generations = int(getattr(trainer, "num_generations", 0) or 0)
+        if self.mode != "turns" or self.advantage != "per_turn_index":
+            return generations // self.max_turns if self.mode == "turns" else 0
+        scale = getattr(getattr(trainer, "args", None), "scale_rewards", "none")
+        aggregation = getattr(trainer, "multi_objective_aggregation", "sum_then_normalize")
+        if str(scale).lower() not in ("none", "false") or aggregation != "sum_then_normalize":
+            raise ConfigError("advantage='per_turn_index' hands GRPO rewards already normalized per turn index: set "
+                              f"GRPOConfig(scale_rewards='none') (got {scale!r}; GRPO then subtracts the group's mean, "
+                              f"which is 0) and multi_objective_aggregation='sum_then_normalize' (got {aggregation!r})")
+        if not generations or n % generations:
+            raise ConfigError(f"advantage='per_turn_index' normalizes each GRPO group on its process: the per-device "
+                              f"batch ({n}) must be a multiple of num_generations ({generations})")
+        return generations // self.max_turns
     # ---- pieces -----------------------------------------------------------------------------------------------------
     def _start(self, prompts: list[Any], trainer: Any, summarizer: ModelSummarizer | None,
                episodes: list[_Episode]) -> None:
@@ -213,11 +241,11 @@ class KernelRefineRollout:
                 raise ConfigError(f"mode='turns' makes one completion per turn: num_generations ({groups[0]}), "
                                   f"num_generations_eval ({groups[1]}) and the per-device batch ({len(prompts)}) must "
                                   f"be multiples of max_turns ({size})")
-            if groups[0] == size and not self._warned_single:  # a GRPO group of one episode: turns vs turns
+            warning = single_episode_warning((groups[0] or 0) // size, self.advantage,
+                                             f"TRL num_generations ({groups[0]}) == max_turns ({size})")
+            if warning and groups[0] and not self._warned_single:  # said once: num_generations = k * max_turns, k >= 2
                 self._warned_single = True
-                logger.warning("kernel-gym: num_generations (%s) == max_turns: each GRPO group is a single episode, "
-                               "so advantages compare that episode's turns with one another (turn 1 against turn "
-                               "%s), not episodes; use num_generations = k * max_turns with k >= 2", size, size)
+                logger.warning(warning)
         for start in range(0, len(prompts), size):
             chunk = prompts[start:start + size]
             if any(p != chunk[0] for p in chunk):
@@ -235,10 +263,11 @@ class KernelRefineRollout:
             episodes.append(_Episode(make_env(settings, evaluator=self.evaluator), list(range(start, start + size))))
             episodes[-1].reset(seed)
 
-    def _output(self, episodes: list[_Episode], n: int) -> dict[str, Any]:
+    def _output(self, episodes: list[_Episode], n: int, group: int) -> dict[str, Any]:
         out: dict[str, list[Any]] = {k: [None] * n for k in (
-            "prompt_ids", "completion_ids", "logprobs", "kernel_reward", "kernel_score", "kernel_turn", "kernel_task",
-            "kernel_correct", "kernel_error", "kernel_infra_failure", "kernel_summary_fallback")}
+            "prompt_ids", "completion_ids", "logprobs", "kernel_reward", "kernel_return", "kernel_score",
+            "kernel_turn", "kernel_task", "kernel_correct", "kernel_error", "kernel_infra_failure",
+            "kernel_summary_fallback")}
         if self.mode == "episode":
             out["env_mask"] = [None] * n
         for e in episodes:
@@ -254,7 +283,22 @@ class KernelRefineRollout:
                 out["env_mask"][e.slots[0]] = e.env_mask
         if any(lp is None for lp in out["logprobs"]):
             out["logprobs"] = None
+        if self.mode == "turns" and self.advantage != "group_all_turns":
+            rewards = iter(slot_rewards([e.returns() for e in episodes], group, self.advantage))
+            for slot in [slot for e in episodes for slot in e.slots]:
+                out["kernel_reward"][slot] = next(rewards)
         return out
+
+
+def slot_rewards(returns: list[list[float]], group: int, advantage: str) -> list[float]:
+    """The `kernel_reward` column of "turns" mode, slot by slot (an episode's max_turns slots in a row, a GRPO
+    group's `group` episodes in a row): R_t with group_all_turns (GRPO normalizes its group, every turn of its
+    episodes, itself); with per_turn_index R_t normalized among the same turn of the group's episodes
+    (kernel_gym.integrations.advantage.normalize; GRPO with scale_rewards="none" then subtracts the group's mean, 0)."""
+    if advantage == "group_all_turns":
+        return [r for episode in returns for r in episode]
+    rows = [row for start in range(0, len(returns), group) for row in normalize(returns[start:start + group], advantage)]
+    return [a for row in rows for a in row]
 
 
 class _Policy(Policy):
@@ -343,7 +387,7 @@ def _put(out: dict[str, list[Any]], slot: int, sample: dict[str, Any], ret: floa
          info: dict[str, Any]) -> None:
     for key in ("prompt_ids", "completion_ids", "logprobs"):
         out[key][slot] = sample[key]
-    out["kernel_reward"][slot] = float(ret)
+    out["kernel_reward"][slot] = out["kernel_return"][slot] = float(ret)
     out["kernel_score"][slot] = float(score)
     out["kernel_turn"][slot] = int(info["turn"])
     out["kernel_task"][slot] = info["task"]

@@ -27,7 +27,9 @@ Modes (guide: docs/trainers.md, "verl"):
   the worker copies the last output's `reward_score` onto the earlier ones (one reward per trajectory), which
   `TurnOutput` refuses, so each row keeps its own return; and `algorithm.adv_estimator=grpo` computes the
   advantage of the last row only and broadcasts it, so this mode refuses "grpo" (use "grpo_vectorized": the
-  same group-normalized advantage, row by row, the group being every turn of the n episodes of a prompt).
+  same group-normalized advantage, row by row, the group being every turn of the n episodes of a prompt: the
+  `advantage: group_all_turns` of kernel_gym.integrations.advantage, Kevin's recipe and every adapter's default;
+  "per_turn_index" is refused, as verl groups rows by the prompt's uid only).
 
 Evaluation never runs in verl's agent-loop workers: each env sends its jobs to the process's shared evaluator
 (`kernel_gym.integrations.shared_evaluator`): `kernel-gym serve` on the GPU machines (an http URL), Ray actors, or
@@ -44,6 +46,7 @@ from uuid import uuid4
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
 
 from kernel_gym.errors import ConfigError
+from kernel_gym.integrations.advantage import advantage_option, single_episode_warning
 from kernel_gym.integrations.episodes import Episode, Policy, episode_settings, make_env, play
 from kernel_gym.integrations.episodes import parse_label as parse_label  # the one label reader, under this name too
 from kernel_gym.integrations.shared_evaluator import offload, shared_evaluator
@@ -53,6 +56,7 @@ logger = logging.getLogger(__name__)
 AGENT_NAME = "kernel_gym"
 MODES = ("trajectory", "turns")
 LABEL_KEY = "kernel_gym"
+_WARNED: set[str] = set()
 """The key of a dataset row's `extra_info` that holds the episode's label."""
 
 
@@ -93,15 +97,19 @@ class KernelRefineAgentLoop(AgentLoopBase):
 
     def __init__(self, *args: Any, mode: str = "trajectory", env: Any = None, evaluator: str | None = None,
                  eval_workers: int | None = None, policy_summaries: bool = False, summary_tokens: int = 256,
-                 **kwargs: Any):
+                 advantage: str | None = None, **kwargs: Any):
         kwargs.pop("name", None)  # the YAML entry's own name, passed along by hydra
         super().__init__(*args, **kwargs)
         if mode not in MODES:
             raise ConfigError(f"the kernel_gym agent loop's mode must be one of {MODES}, got {mode!r}")
+        self.mode, self.advantage = mode, advantage_option(advantage)
+        if self.advantage != "group_all_turns":
+            raise ConfigError(f"advantage={self.advantage}: verl groups a row's advantage by its prompt's uid, every "
+                              "turn of the prompt's rollout.n episodes (group_all_turns, Kevin's recipe); a group per "
+                              "turn index needs TRL or OpenRLHF")
         if policy_summaries and mode != "turns":
             raise ConfigError("policy_summaries needs mode=turns: in mode=trajectory the prompt is the conversation "
                               "itself, which shows no summaries")
-        self.mode = mode
         self.policy_summaries, self.summary_tokens = bool(policy_summaries), int(summary_tokens)
         self.env_defaults: dict[str, Any] = dict(_plain(env) or {})
         self.evaluator_spec, self.eval_workers = evaluator, eval_workers
@@ -111,6 +119,11 @@ class KernelRefineAgentLoop(AgentLoopBase):
 
     def _check_turns_config(self) -> None:
         trainer, algorithm = self.config.get("trainer", {}), self.config.get("algorithm", {})
+        n = int(self.config.get("actor_rollout_ref", {}).get("rollout", {}).get("n", 0) or 0)
+        warning = single_episode_warning(n, self.advantage, f"verl actor_rollout_ref.rollout.n={n}") if n else None
+        if warning and warning not in _WARNED:  # verl builds a loop per sample: said once a process
+            _WARNED.add(warning)
+            logger.warning(warning)
         if not trainer.get("use_v1", False):
             raise ConfigError("mode=turns returns one output per turn, which only verl's V1 trainer stores "
                               "(trainer.use_v1=True); use mode=trajectory on the legacy trainer")

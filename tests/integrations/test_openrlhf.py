@@ -333,11 +333,13 @@ def test_turns_mode_refuses_to_run_without_the_launcher(monkeypatch, tokenizer):
 
 # ---- the launcher --------------------------------------------------------------------------------------------------
 def test_flatten_responses_is_turn_major():
-    per_sample = [[{"s": s, "t": t} for t in range(3)] for s in range(2)]
-    flat = launcher.flatten_responses(per_sample)
-    assert [(r["t"], r["s"]) for r in flat] == [(0, 0), (0, 1), (1, 0), (1, 1), (2, 0), (2, 1)]
+    per_sample = [[{"s": s, "t": t, "reward": 1.0 * t + s} for t in range(3)] for s in range(2)]
+    for advantage in ("per_turn_index", "group_all_turns"):
+        flat = launcher.flatten_responses(per_sample, advantage)
+        assert [(r["t"], r["s"]) for r in flat] == [(0, 0), (0, 1), (1, 0), (1, 1), (2, 0), (2, 1)]
+    assert [r["reward"] for r in launcher.flatten_responses(per_sample, "per_turn_index")] == [0, 1, 1, 2, 2, 3]
     assert launcher.flatten_responses([{"a": 1}, {"a": 2}]) == [{"a": 1}, {"a": 2}]  # sum mode passes through
-    assert len(launcher.flatten_responses([[{"a": 1}], [{"a": 2}, {"a": 3}]])) == 3
+    assert len(launcher.flatten_responses([[{"reward": 1}], [{"reward": 2}, {"reward": 3}]])) == 3
 
 
 def test_launcher_settings(monkeypatch):
@@ -412,7 +414,8 @@ def test_train_script_flags_parse_with_openrlhf(repo_root):
     assert unknown == []
     args = hierarchize(parser.parse_args(flags))
     assert Path(args.train.agent_func_path).resolve() == Path(adapter.__file__).resolve()
-    assert args.algo.advantage.estimator == "group_norm" and args.rollout.n_samples_per_prompt == 8
+    # the default advantage (group_all_turns): the launcher hands advantages that flash_reinforce keeps
+    assert args.algo.advantage.estimator == "flash_reinforce" and args.rollout.n_samples_per_prompt == 8
     assert args.ds.zero_stage == 3 and args.vllm.num_engines >= 1
     assert (args.data.input_key, args.data.label_key, args.data.apply_chat_template) == ("prompt", "label", True)
 
@@ -443,7 +446,8 @@ class Ref:  # an object ref that holds its value (no Ray cluster in this test)
 
 sg.ray = types.SimpleNamespace(get=lambda r: [x.value for x in r] if isinstance(r, list) else r.value,
                                wait=lambda refs, num_returns=1, timeout=None: (refs[:num_returns], refs[num_returns:]))
-launcher._FLATTEN_TASK = types.SimpleNamespace(remote=lambda ref: Ref(launcher.flatten_responses(ref.value)))
+launcher._FLATTEN_TASK = types.SimpleNamespace(
+    remote=lambda ref, advantage: Ref(launcher.flatten_responses(ref.value, advantage)))
 T = 3
 
 
@@ -469,28 +473,42 @@ experiences, consumed, _ = gen._generate_vllm(batches, num_prompts=2, dynamic_fi
                                               n_samples_per_prompt=2)
 print(json.dumps({"consumed": consumed, "rewards": [e.rewards.item() for e in experiences],
                   "prompts": [e.prompts[0] for e in experiences],
-                  "turns": [e.info["kernel/turn"].item() for e in experiences]}))
+                  "turns": [e.info["kernel/turn"].item() for e in experiences],
+                  "returns": [e.info["kernel/return"].item() if "kernel/return" in e.info else None
+                              for e in experiences]}))
 '''
 
 
-def test_launcher_patch_makes_one_experience_per_turn():
+@pytest.mark.parametrize("advantage", ["per_turn_index", "group_all_turns"])
+def test_launcher_patch_makes_one_experience_per_turn(advantage):
     """OpenRLHF's real SamplesGenerator._generate_vllm, patched by the launcher, with the Ray calls and the vLLM
-    actor replaced by in-process values: each prompt's n episodes of T turns become n·T experiences, turn-major."""
+    actor replaced by in-process values: each prompt's n episodes of T turns become n·T experiences, turn-major;
+    with group_all_turns (the default) each reward is the turn's advantage over all n·T of its task."""
     pytest.importorskip("ray", reason="OpenRLHF's rollout modules import ray")
-    run = subprocess.run([sys.executable, "-c", _SAMPLES_GENERATOR_PROBE], capture_output=True, text=True, timeout=300)
+    from kernel_gym.integrations.advantage import normalize
+
+    run = subprocess.run([sys.executable, "-c", _SAMPLES_GENERATOR_PROBE], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "KERNEL_GYM_ADVANTAGE": advantage})
     assert run.returncode == 0, run.stderr[-3000:]
     out = json.loads(run.stdout.strip().splitlines()[-1])
     assert out["consumed"] == 2 and out["prompts"] == ["p0"] * 6 + ["p1"] * 6
-    assert out["rewards"] == [0.0, 10.0, 1.0, 11.0, 2.0, 12.0] * 2  # groups of n=2: same task, same turn
+    returns = [0.0, 10.0, 1.0, 11.0, 2.0, 12.0]  # groups of n=2: same task, same turn
+    if advantage == "per_turn_index":
+        assert out["rewards"] == returns * 2
+    else:
+        (s0, s1) = normalize([[0.0, 1.0, 2.0], [10.0, 11.0, 12.0]], "group_all_turns")
+        assert out["rewards"] == pytest.approx([s0[0], s1[0], s0[1], s1[1], s0[2], s1[2]] * 2, abs=1e-6)
+        assert out["returns"] == returns * 2
     assert out["turns"] == [1.0, 1.0, 2.0, 2.0, 3.0, 3.0] * 2
 
 
 def test_launcher_main_runs_openrlhfs_cli_with_the_patch(monkeypatch):
     ray = pytest.importorskip("ray", reason="the launcher starts Ray")
     calls = {}
-    for name in (adapter.ENV_MODE, adapter.ENV_FLATTEN):  # recorded first, so both are restored after the test
+    for name in (adapter.ENV_MODE, adapter.ENV_FLATTEN, "KERNEL_GYM_ADVANTAGE"):  # recorded, restored after the test
         monkeypatch.setenv(name, "recorded")
     monkeypatch.delenv(adapter.ENV_MODE)
+    monkeypatch.delenv("KERNEL_GYM_ADVANTAGE")
     monkeypatch.setattr(launcher, "install", lambda: calls.setdefault("installed", True))
     from kernel_gym.commands import doctor
 
@@ -503,8 +521,12 @@ def test_launcher_main_runs_openrlhfs_cli_with_the_patch(monkeypatch):
     launcher.main(["--rollout.n_samples_per_prompt", "4"])
     assert os.environ[adapter.ENV_MODE] == "turns" and os.environ[adapter.ENV_FLATTEN] == "1"
     assert calls["installed"] and calls["module"] == "openrlhf.cli.train_ppo_ray" and calls["run_name"] == "__main__"
-    assert calls["argv"][1:] == ["--rollout.n_samples_per_prompt", "4", "--train.agent_func_path", launcher.agent_path()]
+    assert calls["argv"][1:] == ["--rollout.n_samples_per_prompt", "4", "--algo.advantage.estimator",
+                                 "flash_reinforce", "--train.agent_func_path", launcher.agent_path()]
     env = calls["ray_init"]["runtime_env"]
     assert env["worker_process_setup_hook"] == launcher.SETUP_HOOK
     assert env["env_vars"][adapter.ENV_MODE] == "turns" and env["env_vars"][adapter.ENV_FLATTEN] == "1"
+    assert env["env_vars"]["KERNEL_GYM_ADVANTAGE"] == "group_all_turns"
+    with pytest.raises(SystemExit, match="flash_reinforce"):  # an estimator that would regroup: before Ray starts
+        launcher.main(["--rollout.n_samples_per_prompt", "4", "--algo.advantage.estimator", "group_norm"])
 

@@ -161,11 +161,11 @@ def test_turns_mode_refuses_configs_that_would_lose_per_turn_returns(repo_root, 
     import hydra
     from verl.experimental.agent_loop.agent_loop import DictConfigWrap
 
-    def build(config, mode="turns"):
+    def build(config, mode="turns", **extra):
         from verl.utils import hf_tokenizer
 
         return hydra.utils.instantiate({"_target_": "kernel_gym.integrations.verl.KernelRefineAgentLoop",
-                                        "mode": mode, "name": "kernel_gym"},
+                                        "mode": mode, "name": "kernel_gym", **extra},
                                        trainer_config=DictConfigWrap(config), server_manager=None,
                                        tokenizer=hf_tokenizer(str(model_dir)), processor=None, dataset_cls=None,
                                        data_config=DictConfigWrap(config.data), hf_model_type="qwen2")
@@ -180,6 +180,10 @@ def test_turns_mode_refuses_configs_that_would_lose_per_turn_returns(repo_root, 
         build(run_config(repo_root, model_dir, "turns", **{"trainer.use_v1": False}))
     with pytest.raises(InstantiationException, match="ConfigError.*mode"):
         build(run_config(repo_root, model_dir, "trajectory"), mode="episodes")
+    # one advantage option in every adapter: verl's group is the prompt's uid (group_all_turns, the default)
+    assert build(run_config(repo_root, model_dir, "turns")).advantage == "group_all_turns"
+    with pytest.raises(InstantiationException, match="ConfigError.*per_turn_index.*uid"):
+        build(run_config(repo_root, model_dir, "turns"), advantage="per_turn_index")
 
 
 def test_labels():
