@@ -13,31 +13,22 @@ Kernels and JIT functions may be methods of a plain class (CUTLASS's own example
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
+
+from kernel_gym.checks.decorators import Resolve, decorated
 
 KERNEL_DECORATORS = ("cutlass.cute.kernel",)
 JIT_DECORATORS = ("cutlass.cute.jit",)
 COMPILERS = ("cutlass.cute.compile",)  # cute.compile(jit_fn, *example_args) -> a compiled, callable host function
-FUNC_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
-
-Resolve = Callable[[ast.AST | None], "str | None"]
-
-
-def _decorated(node: ast.AST, names: tuple[str, ...], resolve: Resolve) -> bool:
-    for d in getattr(node, "decorator_list", []):
-        if (resolve(d.func if isinstance(d, ast.Call) else d) or "") in names:
-            return True
-    return False
 
 
 def is_kernel_def(node: ast.AST, resolve: Resolve) -> bool:
     """``@cute.kernel`` (or ``@cute.kernel(...)``)."""
-    return _decorated(node, KERNEL_DECORATORS, resolve)
+    return decorated(node, KERNEL_DECORATORS, resolve)
 
 
 def is_jit_def(node: ast.AST, resolve: Resolve) -> bool:
     """``@cute.jit`` (or ``@cute.jit(...)``)."""
-    return _decorated(node, JIT_DECORATORS, resolve)
+    return decorated(node, JIT_DECORATORS, resolve)
 
 
 def is_compile_call(node: ast.AST, resolve: Resolve) -> bool:

@@ -12,21 +12,16 @@ generates no kernel at all.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
+
+from kernel_gym.checks.decorators import FUNC_TYPES, Resolve, decorated
 
 DECORATORS = ("helion.kernel", "helion.jit", "helion.runtime.kernel")
 DEVICE_LOOPS = ("helion.language.tile", "helion.language.grid")
-FUNC_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
-
-Resolve = Callable[[ast.AST | None], "str | None"]
 
 
 def is_kernel_def(node: ast.AST, resolve: Resolve) -> bool:
     """``@helion.kernel``, ``@helion.kernel(config=...)`` (or ``helion.jit``, its alias)."""
-    for d in getattr(node, "decorator_list", []):
-        if (resolve(d.func if isinstance(d, ast.Call) else d) or "") in DECORATORS:
-            return True
-    return False
+    return decorated(node, DECORATORS, resolve)
 
 
 def kernel_call(value: ast.AST, resolve: Resolve) -> bool:

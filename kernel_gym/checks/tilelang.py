@@ -16,32 +16,23 @@ own kernel and are never read as PyTorch. ``@tilelang.jit`` wraps a function two
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
+
+from kernel_gym.checks.decorators import FUNC_TYPES, Resolve, decorated
 
 PRIM_FUNC = ("tilelang.language.prim_func", "tilelang.prim_func")
 JIT = ("tilelang.jit", "tilelang.jit.jit")
 COMPILERS = ("tilelang.compile", "tilelang.jit.compile")
 KERNEL_BLOCKS = ("tilelang.language.Kernel",)  # `with T.Kernel(...)`: the launch grid of an eager kernel
-FUNC_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
-
-Resolve = Callable[[ast.AST | None], "str | None"]
-
-
-def _decorated(node: ast.AST, names: tuple[str, ...], resolve: Resolve) -> bool:
-    for d in getattr(node, "decorator_list", []):
-        if (resolve(d.func if isinstance(d, ast.Call) else d) or "") in names:
-            return True
-    return False
 
 
 def is_prim_func_def(node: ast.AST, resolve: Resolve) -> bool:
     """``@T.prim_func`` (or ``@T.prim_func(...)``)."""
-    return _decorated(node, PRIM_FUNC, resolve)
+    return decorated(node, PRIM_FUNC, resolve)
 
 
 def is_jit_def(node: ast.AST, resolve: Resolve) -> bool:
     """``@tilelang.jit`` / ``@tilelang.jit(out_idx=...)``."""
-    return _decorated(node, JIT, resolve)
+    return decorated(node, JIT, resolve)
 
 
 def jit_call(value: ast.AST, resolve: Resolve) -> bool:
