@@ -8,8 +8,14 @@
 #   python -m kernel_gym.integrations.verl_data --suite level1 --out data/kg_train.parquet --max-turns 4
 #   python -m kernel_gym.integrations.verl_data --suite level1 --split eval --out data/kg_eval.parquet --max-turns 4
 #   MODEL=Qwen/Qwen2.5-Coder-7B-Instruct GPUS=8 bash examples/verl/run_kevin.sh
+#   bash examples/verl/run_kevin.sh --smoke    # no GPU, no Hub: examples/verl/smoke.py (verl's worker, advantage
+#                                              # and loss on the CPU with a tiny random model, one step, ~20 s)
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
+if [ "${1:-}" = --smoke ]; then
+  shift
+  exec "${PYTHON:-python3}" "$HERE/smoke.py" "$@"
+fi
 
 MODE=${MODE:-turns}                          # turns | trajectory
 MODEL=${MODEL:-Qwen/Qwen2.5-Coder-7B-Instruct}

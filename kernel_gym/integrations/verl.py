@@ -43,7 +43,13 @@ import time
 from typing import Any
 from uuid import uuid4
 
-from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
+from verl.experimental.agent_loop.agent_loop import (
+    AgentLoopBase,
+    AgentLoopMetrics,
+    AgentLoopOutput,
+    _agent_loop_registry,
+    register,
+)
 
 from kernel_gym.errors import ConfigError
 from kernel_gym.integrations.advantage import advantage_option, single_episode_warning
@@ -91,7 +97,6 @@ def _plain(value: Any) -> Any:
         return value
 
 
-@register(AGENT_NAME)
 class KernelRefineAgentLoop(AgentLoopBase):
     """A KernelRefine episode per sample: generate through verl's server, evaluate through kernel-gym's judge."""
 
@@ -149,6 +154,14 @@ class KernelRefineAgentLoop(AgentLoopBase):
 
     def _evaluator(self, device: str):
         return shared_evaluator(device, self.evaluator_spec, self.eval_workers)
+
+
+# Registered under AGENT_NAME unless an entry is there already: verl's worker loads the agent-loop YAML (mode, env,
+# evaluator, ...) into the registry and imports this module only at its first instantiation, so a registration at
+# import replaced the YAML's entry with a bare target, and every later episode ran with the defaults (mode=trajectory,
+# device auto, ...): found by examples/verl/smoke.py with rollout.n=2 (tests imported this module first).
+if AGENT_NAME not in _agent_loop_registry:
+    register(AGENT_NAME)(KernelRefineAgentLoop)
 
 
 class _VerlPolicy(Policy):
