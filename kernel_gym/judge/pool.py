@@ -60,22 +60,65 @@ TIGHT_MEMORY = 0.15  # after a job, the judge gives its cached GPU memory back w
 
 
 def tidy_judge_memory(device: str) -> None:
-    """After a job: when the GPU is nearly full, the judge's cached blocks go back to the driver (the next job's
-    runners may need them); otherwise they stay for the next job's buffers."""
+    """After a job: the memory of its closed buffers (each in a pool of its own, which no later buffer reuses), and
+    when the GPU is nearly full every cached block, go back to the driver (the next job's runners may need them), in
+    the background: the release waits for the GPU's lock, and the job's verdict does not wait for it."""
     if device != "cuda":
         return
     import torch
 
+    from kernel_gym.sandbox.shared import retired_count
+
     free, total = torch.cuda.mem_get_info()
-    if free < TIGHT_MEMORY * total:
-        _release_judge_memory(device)
+    if retired_count() or free < TIGHT_MEMORY * total:
+        _RELEASER.request()
+
+
+class _Releaser:
+    """One background thread that releases the judge's GPU memory when asked (`_release_judge_memory`)."""
+
+    def __init__(self) -> None:
+        self._asked = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def request(self) -> None:
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, daemon=True, name="kernel-gym-memory-release")
+                self._thread.start()
+        self._asked.set()
+
+    def _run(self) -> None:
+        while True:
+            self._asked.wait()
+            self._asked.clear()
+            try:
+                _release_judge_memory("cuda")
+            except Exception as e:  # noqa: BLE001 - a failed release leaves memory cached, never fails a job
+                log.warning("the judge's GPU memory release failed: %s", e)
+
+
+_RELEASER = _Releaser()
 
 
 def _release_judge_memory(device: str) -> None:
-    if device == "cuda":
-        import torch
+    """The judge's cached GPU memory back to the driver, while no call is being timed: freeing synchronizes the
+    judge's device, which would wait out a timed call's pending end (a stuck one included, whose release needs this
+    process's other threads) with the GIL held. Skipped, and said, when the GPU's lock cannot be had."""
+    if device != "cuda":
+        return
+    import torch
 
+    from kernel_gym.judge.gpu_lock import device_lock
+    from kernel_gym.sandbox.shared import release_retired
+
+    with device_lock(torch.device("cuda", torch.cuda.current_device()), exclusive=True) as held:
+        if not held.acquired:
+            log.warning("the judge's GPU memory was not released: the GPU's lock was held for %.0f s", held.seconds)
+            return
         gc.collect()  # (what only the collector frees: an idle judge allocates too little to run it)
+        release_retired()  # the private pools of closed arenas
         torch.cuda.ipc_collect()  # buffers shared with runners that have let go of them (torch keeps those apart)
         torch.cuda.empty_cache()  # what the jobs' buffers held goes back to the driver for the others
 

@@ -20,6 +20,8 @@ import base64
 import mmap
 import os
 import pickle
+import threading
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,6 +81,34 @@ def _views(base: torch.Tensor, specs: list[Spec], offsets: list[int]) -> list[to
     return [base[o:o + s.nbytes].view(dtype_of(s.dtype)).view(s.shape) for s, o in zip(specs, offsets)]
 
 
+_RETIRED: list[Any] = []  # the private pools of closed cuda arenas, freed by release_retired()
+_RETIRED_LOCK = threading.Lock()
+
+
+def release_retired() -> int:
+    """Free the memory of closed cuda arenas; how many pools went. Freeing memory (cudaFree) synchronizes the
+    judge's whole device, which would wait out any pending end of a timed call, with the GIL held: so it happens
+    only here, where the judge frees memory on purpose with no call being timed (judge/pool.py), never in the thread
+    that closes an arena."""
+    with _RETIRED_LOCK:
+        pools = list(_RETIRED)
+        _RETIRED.clear()
+    count = len(pools)
+    del pools
+    return count
+
+
+def retired_count() -> int:
+    """How many closed cuda arenas' pools wait for release_retired()."""
+    with _RETIRED_LOCK:
+        return len(_RETIRED)
+
+
+def _retire_pool(pool: Any) -> None:
+    with _RETIRED_LOCK:
+        _RETIRED.append(pool)
+
+
 def _alone(size: int, device: torch.device) -> tuple[torch.Tensor, Any]:
     """`size` bytes of device memory in an allocation that holds nothing else. CUDA IPC maps a runner the whole
     allocation (the caching allocator's segment) a shared tensor lies in, not the tensor alone: from torch's shared
@@ -102,7 +132,9 @@ class Arena:
         self._mm: mmap.mmap | None = None
         self._pool = None
         if device.type == "cuda":
-            self.base, self._pool = _alone(size, device)
+            self.base, pool = _alone(size, device)
+            # however the arena goes (closed, or dropped), its pool goes to _RETIRED, never freed here and now
+            self._pool = weakref.finalize(self, _retire_pool, pool) if pool is not None else None
         else:
             self._fd = os.memfd_create("kernel_gym_arena", os.MFD_CLOEXEC)
             os.ftruncate(self._fd, size)
@@ -129,7 +161,9 @@ class Arena:
         self.tensors = []
         if self._counter is None:
             self.base = None
-            self._pool = None
+            if self._pool is not None:  # (its memory stays cached in the pool until release_retired)
+                self._pool()
+                self._pool = None
         if self._mm is not None:
             try:
                 self._mm.close()
