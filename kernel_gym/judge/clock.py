@@ -119,7 +119,7 @@ class CudaClock(_Clock):
         # same CUDA stream as any clock's `_ends`, behind whose wait the write would never run)
         self._release = torch.cuda.Stream(device, priority=-1)
 
-    def _stuck(self, runner: Any, end: torch.cuda.Event, nonce: int | None) -> None:
+    def _stuck(self, runner: Any, end: torch.cuda.Event, nonce: int | None, flag: int = 0) -> None:
         """The call's work did not end by its deadline: the runner is killed and the call is a timeout. The end
         waits for the nonce in the judge's own flag, so the judge releases it by writing the nonce itself (measured
         on an H100, benchmarks/probe_wait_value.py: the end completes at once and the context stays usable). Where
@@ -129,9 +129,9 @@ class CudaClock(_Clock):
         a timeout, and the shared judge exits for a fresh one)."""
         from kernel_gym.judge.runners import RunnerFailure
 
-        runner.kill()
+        runner.kill()  # (its flag's memory stays with the runner's object, and `flag` was read before)
         if nonce is not None:
-            stream_values.write(self._release.cuda_stream, runner.flag.tensors[0].data_ptr(), nonce)
+            stream_values.write(self._release.cuda_stream, flag, nonce)
         if not _finished(end, time.monotonic() + RELEASE_S):
             raise ContextStuck("a timed call's work never ended, and the judge's stream waiting for it cannot be "
                                "released: the judge's GPU context is lost")
@@ -170,8 +170,9 @@ class CudaClock(_Clock):
         # The end waits, on a stream of its own (non-blocking: nothing else of the judge's waits behind it), for the
         # nonce in the judge's flag (the runner writes it after its work and its outputs' copy), else for "done".
         # The nonce is new each call: nothing queued before the request can end its interval.
+        flag = runner.flag.tensors[0].data_ptr() if nonce is not None else 0
         if nonce is not None:
-            stream_values.wait(self._ends.cuda_stream, runner.flag.tensors[0].data_ptr(), nonce)
+            stream_values.wait(self._ends.cuda_stream, flag, nonce)
         else:
             self._ends.wait_event(done)
         end.record(self._ends)
@@ -183,7 +184,7 @@ class CudaClock(_Clock):
         # The judge polls the end until the call's deadline: a runner whose kernel never ends never holds the judge
         # (a device-wide synchronize would wait for it forever, and every job with it).
         if not _finished(end, max(deadline, time.monotonic() + 0.5)):  # (a compile segment moved the request's)
-            self._stuck(runner, end, nonce)
+            self._stuck(runner, end, nonce, flag)
         t1 = _perf_counter()
         if gate_ms:  # the next gate covers the recent leads of both sides with room to spare
             self._leads.append(lead)

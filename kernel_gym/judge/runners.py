@@ -355,8 +355,8 @@ class RunnerProcess:
         shutil.rmtree(self.root, ignore_errors=True)
         if self.proc.poll() is not None:  # dead: nothing of it maps the judge's memory any more
             self.retire_shared(dead=True)
-            if self.flag is not None:
-                self.flag.retire(runner_dead=True)
+            if self.flag is not None:  # (its memory stays with this object: a stuck call's end is released there)
+                self.flag.release_count(runner_dead=True)
 
     def share(self, arena: Any) -> None:
         """`arena` is mapped by this runner from now on (its memory stays until `retire_shared`)."""

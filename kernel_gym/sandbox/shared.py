@@ -178,10 +178,15 @@ class Arena:
         """The runner it was shared with no longer maps it: it ended its job (it let go of its views, and torch
         counted that) or it is dead. A dead runner let go of nothing: its share of torch's count is released here,
         or torch would keep the memory for as long as the judge runs (a killed runner's buffers, every faulty job)."""
+        self.release_count(runner_dead)
+        self.close()
+
+    def release_count(self, runner_dead: bool) -> None:
+        """Torch's IPC count of the runner's share is released (a dead runner's, by the judge) without freeing
+        anything: the memory stays with this object."""
         if runner_dead and self._counter is not None:
             torch.UntypedStorage._release_ipc_counter(*self._counter, device=self.device)
         self._counter = None
-        self.close()
 
 
 class Attached:
