@@ -17,7 +17,9 @@ Where the launches pass (read from the installed packages, nvidia-cutlass-dsl 4.
   executable its adapter makes (`TVMFFIKernelAdapter._get_executable`, the default adapter on CUDA). The kernels'
   names are the `__global__` functions of `JITKernel.get_kernel_source()` (`<prim_func>_kernel`).
 Ablation skips the executable where the adapter's is hooked (the outputs are allocated, never written), else the
-whole call (it returns None). Never exercised on a GPU yet: tests/gpu/test_cute_dsl_gpu.py and test_tilelang_gpu.py.
+whole call (it returns None). What was launched is kept in `LAUNCHED` (a compiled function, not its executors): its
+cubins give the resource signals (`signals/dsl_resources.py`). Never exercised on a GPU yet:
+tests/gpu/test_cute_dsl_gpu.py and test_tilelang_gpu.py.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ from kernel_gym.harness.launches import STATE
 
 _GLOBAL = re.compile(r"__global__\s+(?:void\s+)?(?:__launch_bounds__\s*\([^)]*\)\s*)?(?:void\s+)?(\w+)\s*\(")
 _MARK = "__kernel_gym_hook__"
+LAUNCHED: dict[int, Any] = {}
+"""The CuTe DSL compiled functions and TileLang kernels launched in this process (by id), for the resource signals."""
 
 
 def cute_names(compiled: Any) -> set[str]:
@@ -56,6 +60,7 @@ def _naming(original: Callable) -> Callable:
         executor = original(self, *args, **kwargs)
         try:
             executor._kernel_gym_names = cute_names(self)
+            executor._kernel_gym_compiled = self
         except (AttributeError, TypeError):  # a proxy or a slotted object: counted, not named
             pass
         return executor
@@ -89,6 +94,8 @@ def _counting(original: Callable, names: Callable[[Any], set[str]], skip: Callab
         if STATE.in_launch:
             return original(self, *args, **kwargs)
         STATE.names.update(names(self))
+        compiled = getattr(self, "_kernel_gym_compiled", self)  # (an executor: the function it was made from)
+        LAUNCHED.setdefault(id(compiled), compiled)
         if STATE.track_sizes:
             STATE.note_sizes(args, kwargs)
         if STATE.ablate and skip(self):

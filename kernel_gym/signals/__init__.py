@@ -7,6 +7,7 @@ One job a module, all of them feeding `EvalResult.signals` (a flat dict of named
 - `resources`    registers / shared memory / spills per kernel from `ptxas -v` and `cuobjdump`.
 - `launch_config` block size and dynamic shared memory of CUDA kernels, read from their launch sites.
 - `triton_resources` the same for Triton kernels: their JIT cache on the GPU, an sm_90 compile on the CPU.
+- `dsl_resources` the same for CuTe DSL and TileLang kernels: the cubins their compilers made.
 - `structure`    struct_* signals read from the code (`structure_cuda`, `structure_triton`).
 - `roofline`     task bytes and FLOPs, achieved bandwidth and FLOP/s, roofline utilisation and violation flag.
 - `collect`      what the worker calls; `summary` the profile line of the feedback.

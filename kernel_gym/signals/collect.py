@@ -146,15 +146,21 @@ def _gpu_kernels(backend: str, code: str, launches: dict[int, Launch], holders: 
         from kernel_gym import cuda_raw
 
         return _raw_kernels(list(cuda_raw.COMPILED))
+    if backend in ("cute_dsl", "tilelang"):  # what the launch hooks saw launched, from its cubins
+        from kernel_gym.harness import dsl_launches
+        from kernel_gym.signals.dsl_resources import dsl_kernels
+
+        return dsl_kernels(list(dsl_launches.LAUNCHED.values()))
     found = [r for path in extension_files(*holders) for r in binary_resources(path)]
     return _with_launch_config(found, cuda_source_strings(code))
 
 
 def before_timing(*, job: Any, device: torch.device, launches: dict[int, Launch], cand_module: Any,
                   cand_model: Any) -> dict[str, float]:
-    """Structure and compile-time resources of a correct candidate. On cuda: the kernels it ran, occupancy on this
-    GPU; on cpu: Triton kernels compiled for sm_90. Runs before timing on purpose: recompiling a Triton kernel can
-    run Python of the candidate's (code the generator calls), and the timing stage's checks must come after it."""
+    """Structure and compile-time resources of a correct candidate. On cuda: the kernels it ran (CuTe DSL's and
+    TileLang's: those their launch hooks saw), occupancy on this GPU; on cpu: Triton kernels compiled for sm_90.
+    Runs before timing on purpose: recompiling a Triton kernel can run Python of the candidate's (code the
+    generator calls), and the timing stage's checks must come after it."""
     out: dict[str, float] = {}
     _part(out, "structure", lambda: structure_signals(job.code, job.backend))
     if device.type == "cuda":
