@@ -38,6 +38,7 @@ def test_cute_dsl_solutions_are_correct_and_timed(task, name, kw):
     assert info["timing"]["method"].startswith("judge_cuda_events")
     assert info["signals"].get("own_launches_per_call", 0) >= 1  # the JitExecutor hook counted the launch
     assert info["signals"].get("own_kernel_time_share", 0) > 0.9  # the profiler knows `kernel_cutlass_*`
+    assert info["signals"].get("regs_max", 0) > 0 and "occupancy" in info["signals"]  # dsl_resources, from its cubin
     assert info["speedup"] and info["speedup"] > 0
 
 
