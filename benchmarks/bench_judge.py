@@ -49,23 +49,28 @@ if {side!r} == "reference":
 else:
     cand = loading.load_candidate(open({solution!r}).read(), __import__("pathlib").Path({tmp!r}))
     model = cand.ModelNew(*init)
-model = model.cuda().eval()
+dtype = getattr(torch, {dtype!r}) if {dtype!r} else None  # a precision's cast, as the runners make it
+model = (model.to(dtype) if dtype else model).cuda().eval()
 ms = []
 for seed in range(1, {repeats} + 1):  # one value set per run, like the judge's fresh inputs per round
     torch.manual_seed(seed)
     with torch.device("cuda"):
         inputs = [v.cuda() if isinstance(v, torch.Tensor) else v for v in module.get_inputs()]
+    if dtype:
+        inputs = [v.to(dtype) if isinstance(v, torch.Tensor) and v.is_floating_point() else v for v in inputs]
     with torch.no_grad():
         ms.append(triton.testing.do_bench(lambda: model(*inputs), warmup=25, rep=200, return_mode="median"))
 print(json.dumps({{"ms": statistics.median(ms)}}))
 """
 
 
-def do_bench_ms(task: str, side: str, solution: Path, repeats: int) -> float:
+def do_bench_ms(task: str, side: str, solution: Path, repeats: int, dtype: str | None = None) -> float:
+    """do_bench's median ms of one side (`reference` or `candidate`) in a fresh process; `dtype` (a torch dtype name,
+    a precision's) casts the model and the floating inputs as the runners do."""
     import tempfile
 
     script = DO_BENCH.format(root=str(ROOT), task=task, side=side, solution=str(solution),
-                             tmp=tempfile.mkdtemp(prefix="db_"), repeats=repeats)
+                             tmp=tempfile.mkdtemp(prefix="db_"), repeats=repeats, dtype=dtype)
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     line = next((x for x in reversed(run.stdout.splitlines()) if x.startswith("{")), None)
     if line is None:
@@ -97,10 +102,52 @@ def section_noop(args: argparse.Namespace) -> dict:
     return out
 
 
-def section_agreement(args: argparse.Namespace) -> dict:
+def agreement_row(pool, task_id: str, path: Path, repeats: int, *, backend: str = "triton",
+                  precision: str | None = None, ref_ms: float | None = None) -> dict:
+    """One solution's judge speedup against do_bench's (each do_bench side in its own fresh process); `ref_ms`: the
+    reference's do_bench ms when already measured (one task, one precision: the same reference)."""
     from kernel_gym.eval.job import EvalConfig, job_for
-    from kernel_gym.judge.pool import WorkerPool
     from kernel_gym.tasks import load_task
+    from kernel_gym.tasks.precision import dtype_of
+
+    job = job_for(load_task(task_id), path.read_text(), backend=backend,
+                  config=EvalConfig(device="cuda", precision=precision))
+    result = pool.evaluate(job)
+    if not result.correct:
+        return {"task": task_id, "error": f"{result.outcome.value}: {result.message[:200]}"}
+    dtype = dtype_of(precision)
+    ref_ms = ref_ms if ref_ms is not None else do_bench_ms(task_id, "reference", path, repeats, dtype)
+    cand_ms = do_bench_ms(task_id, "candidate", path, repeats, dtype)
+    db = ref_ms / cand_ms
+    return {"task": task_id, "judge_speedup": result.speedup, "do_bench_speedup": db,
+            "judge_runtime_ms": result.timing.runtime_ms, "judge_baseline_ms": result.timing.baseline_ms,
+            "do_bench_runtime_ms": cand_ms, "do_bench_baseline_ms": ref_ms,
+            "diff_pct": 100 * (result.speedup / db - 1), "method": result.timing.method,
+            "rounds": result.timing.trials, "timing_stage_ms": result.stage_ms.get("timing"),
+            "resolution_ms": result.timing.resolution_ms,
+            **{k: v for k, v in result.signals.items() if k.startswith("probe_") or k == "clock_fixed_ms"}}
+
+
+def agreement_table(rows: list[dict]) -> str:
+    """The markdown table of agreement rows (a row's "label", else its task, names it) and the summary line."""
+    lines = ["| task | judge runtime / baseline ms | do_bench runtime / baseline ms | judge speedup | do_bench speedup "
+             "| difference |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        name = r.get("label", r["task"])
+        if "error" in r:
+            lines.append(f"| {name} | {r['error']} | | | | |")
+            continue
+        lines.append(f"| {name} | {r['judge_runtime_ms']:.4f} / {r['judge_baseline_ms']:.4f} | "
+                     f"{r['do_bench_runtime_ms']:.4f} / {r['do_bench_baseline_ms']:.4f} | {r['judge_speedup']:.3f} | "
+                     f"{r['do_bench_speedup']:.3f} | {r['diff_pct']:+.1f} % |")
+    diffs = [abs(r["diff_pct"]) for r in rows if "diff_pct" in r]
+    if diffs:
+        lines.append(f"\nmedian |difference| {statistics.median(diffs):.1f} %, worst {max(diffs):.1f} %")
+    return "\n".join(lines)
+
+
+def section_agreement(args: argparse.Namespace) -> dict:
+    from kernel_gym.judge.pool import WorkerPool
 
     pool = WorkerPool("cuda")
     pool.warm_up()
@@ -108,38 +155,11 @@ def section_agreement(args: argparse.Namespace) -> dict:
     for path in sorted(SOL.glob("level*.py")):
         if args.only and path.stem not in args.only:
             continue
-        task_id = path.stem.replace("_", "/", 1)
-        job = job_for(load_task(task_id), path.read_text(), backend="triton", config=EvalConfig(device="cuda"))
-        result = pool.evaluate(job)
-        if not result.correct:
-            rows.append({"task": task_id, "error": f"{result.outcome.value}: {result.message[:200]}"})
-            continue
-        ref_ms = do_bench_ms(task_id, "reference", path, args.repeats)
-        cand_ms = do_bench_ms(task_id, "candidate", path, args.repeats)
-        db = ref_ms / cand_ms
-        rows.append({"task": task_id, "judge_speedup": result.speedup, "do_bench_speedup": db,
-                     "judge_runtime_ms": result.timing.runtime_ms, "judge_baseline_ms": result.timing.baseline_ms,
-                     "do_bench_runtime_ms": cand_ms, "do_bench_baseline_ms": ref_ms,
-                     "diff_pct": 100 * (result.speedup / db - 1), "method": result.timing.method,
-                     "rounds": result.timing.trials, "timing_stage_ms": result.stage_ms.get("timing"),
-                     "resolution_ms": result.timing.resolution_ms,
-                     **{k: v for k, v in result.signals.items() if k.startswith("probe_") or k == "clock_fixed_ms"}})
+        rows.append(agreement_row(pool, path.stem.replace("_", "/", 1), path, args.repeats))
         print(json.dumps(rows[-1]), flush=True)
     pool.close()
     print("\n### Speedup agreement with do_bench (each do_bench side in its own process)\n")
-    print("| task | judge runtime / baseline ms | do_bench runtime / baseline ms | judge speedup | do_bench speedup "
-          "| difference |")
-    print("|---|---|---|---|---|---|")
-    for r in rows:
-        if "error" in r:
-            print(f"| {r['task']} | {r['error']} | | | | |")
-            continue
-        print(f"| {r['task']} | {r['judge_runtime_ms']:.4f} / {r['judge_baseline_ms']:.4f} | "
-              f"{r['do_bench_runtime_ms']:.4f} / {r['do_bench_baseline_ms']:.4f} | {r['judge_speedup']:.3f} | "
-              f"{r['do_bench_speedup']:.3f} | {r['diff_pct']:+.1f} % |")
-    diffs = [abs(r["diff_pct"]) for r in rows if "diff_pct" in r]
-    if diffs:
-        print(f"\nmedian |difference| {statistics.median(diffs):.1f} %, worst {max(diffs):.1f} %")
+    print(agreement_table(rows))
     return {"rows": rows}
 
 
