@@ -5,7 +5,8 @@
     python -m kernel_gym.tasks.measure  [--out tasks/manifest.json]     # on a GPU: replace them by measurements
 
 A baseline is either `"baseline_ms_source": "measured"` (CUDA events on an H200, see measure.py) or
-`"estimate"` (the roofline model in roofline.py). Rebuilding keeps measured baselines of unchanged tasks.
+`"estimate"` (the roofline model in roofline.py); a measured entry may also hold `baseline_compile_ms`, the
+torch.compile'd reference (`measure.py --baseline compile`). Rebuilding keeps measured baselines of unchanged tasks.
 A task whose dtype is bf16 or fp16 (level 3: bf16) also records `native_precision` ("bf16"), the precision it
 runs at unless `precision=` says otherwise; a task of a suite in MEMORY_SUITES (levels 1-3) records
 `peak_mib_estimate` (memory.py: the judged run's memory at full size) with `peak_mib_source` "estimate" until a GPU
@@ -28,7 +29,8 @@ SPLIT_SALT = "kernel-gym/split/v1:"
 EVAL_MODULUS = 5  # 1 in 5 tasks is "eval"
 _PRECISION_KEYS = ("precisions", "precision_rel_l2", "precision_cpu_missing")  # kernel_gym/tasks/precisions.py
 MEMORY_SUITES = ("level1", "level2", "level3")  # sized for the 20 GB bound (issue #40): entries record peak_mib_estimate
-_MEASURED_KEYS = ("baseline_ms", "baseline_ms_source", "baseline_alt_ms", "measured_on", "measured_with", "baseline_of")
+_MEASURED_KEYS = ("baseline_ms", "baseline_ms_source", "baseline_alt_ms", "measured_on", "measured_with", "baseline_of",
+                  "baseline_compile_ms", "baseline_compile_alt_ms", "compile_measured_on", "compile_measured_with")
 
 
 def assign_split(task_id: str) -> str:

@@ -3,6 +3,7 @@
     python -m kernel_gym.tasks.measure --out tasks/manifest.json            # the built-in suites
     python -m kernel_gym.tasks.measure --out DIR/manifest.json              # a generated suite (entries with "file")
     python -m kernel_gym.tasks.measure --only level1/relu level2/gemm_relu  # a few tasks
+    python -m kernel_gym.tasks.measure --only level3/... --baseline eager compile [--missing]
 
 Method (the harness's, so manifest and env agree): the reference at its full sizes, built after
 `torch.manual_seed(0)` with parameters and inputs created on the device, fp32 with TF32 off (`torch.backends.cuda.matmul.allow_tf32` and
@@ -10,7 +11,12 @@ Method (the harness's, so manifest and env agree): the reference at its full siz
 each after an L2 flush, timed with CUDA events around a whole-device synchronize behind the launch gate
 (`kernel_gym.harness.timing.CudaTimer`: the in-process timer, fit for the trusted reference alone; the env times both
 sides through the judge, kernel_gym/judge/clock.py); the median is the baseline. Exit code 1 when a task is
-under `--min-ms`.
+under `--min-ms` (eager).
+
+`--baseline compile` times `torch.compile(model)` (default mode) the same way, its first warm-up call compiling, and
+records `baseline_compile_ms` (and `baseline_compile_alt_ms`) with `compile_measured_on`/`compile_measured_with`
+beside the eager `baseline_ms`, which it leaves as it is (CUDA Agent reports speedups against torch.compile; issue
+#40). `--missing` skips what the manifest already holds measured on this device.
 
 What is timed is what the env's `speedup` is measured against (`JudgeRun.timed_model` in kernel_gym/judge/run.py):
 the program's `Baseline` when it defines one (a C task's PyTorch baseline, docs/c2cuda.md; its entry then records
@@ -73,9 +79,10 @@ def build_timed(module: Any, seed: int = 0) -> tuple[Any, list[Any]]:
 
 
 def time_reference(source: str, sizes: dict[str, Any] | None = None, *, device: str = "cuda", warmup: int = 3,
-                   repeats: int = 20) -> float:
+                   repeats: int = 20, compile: bool = False) -> float:
     """Median milliseconds of the timed reference's forward (`Baseline` if defined, else `Model`) at `sizes`
-    ({} = full) on `device`, TF32 off."""
+    ({} = full) on `device`, TF32 off; with `compile`, of `torch.compile(model)` (at least one warm-up call: the one
+    that compiles)."""
     import torch
 
     from kernel_gym.harness.timing import make_timer
@@ -86,17 +93,20 @@ def time_reference(source: str, sizes: dict[str, Any] | None = None, *, device: 
         module = load_reference(source, dict(sizes or {}))
         model, inputs = build_timed(module)
     timer = make_timer(dev)
+    forward = torch.compile(model) if compile else model
     samples = []
     try:
-        with full_fp32(), torch.no_grad():
-            for _ in range(warmup):
-                model(*inputs)
+        with full_fp32(), torch.no_grad():  # (inductor reads the TF32 flags when it compiles: inside, so off)
+            for _ in range(max(warmup, 1) if compile else warmup):
+                forward(*inputs)
             for _ in range(repeats):
                 timer.flush()
-                sample, _ = timer.time(lambda: model(*inputs))
+                sample, _ = timer.time(lambda: forward(*inputs))
                 samples.append(sample.ms)
     finally:
-        model = inputs = timer = None  # drop the references before releasing the cached blocks
+        model = forward = inputs = timer = None  # drop the references before releasing the cached blocks
+        if compile:
+            torch._dynamo.reset()  # its graphs (and their buffers) go with this task
         if dev.type == "cuda":
             torch.cuda.empty_cache()
     return statistics.median(samples)
@@ -120,6 +130,47 @@ def _targets(manifest_path: Path, data: dict[str, Any], only: list[str] | None) 
     return out
 
 
+def _done(entry: dict[str, Any], baseline: str, device: str) -> bool:
+    """Whether `entry` already holds `baseline` ("eager" or "compile") measured on `device` (a GPU's name)."""
+    if baseline == "eager":
+        return entry.get("baseline_ms_source") == "measured" and entry.get("measured_on") == device
+    return "baseline_compile_ms" in entry and entry.get("compile_measured_on") == device
+
+
+def _measure_eager(entry: dict[str, Any], source: str, full_alt: dict, args: argparse.Namespace, name: str) -> float:
+    import torch
+
+    ms = time_reference(source, device=args.device, warmup=args.warmup, repeats=args.repeats)
+    entry.update(baseline_ms=round(ms, 4), baseline_ms_source="measured", measured_on=name,
+                 measured_with=f"torch {torch.__version__}, TF32 off, median of {args.repeats}, L2 flushed, "
+                               "launch gate")
+    entry.pop("baseline_of", None)
+    if baseline_of(source) == "Baseline":
+        entry["baseline_of"] = "Baseline"
+    if full_alt and not args.no_alt:
+        entry["baseline_alt_ms"] = round(time_reference(source, full_alt, device=args.device, warmup=args.warmup,
+                                                        repeats=args.repeats), 4)
+    return ms
+
+
+def _measure_compiled(entry: dict[str, Any], source: str, full_alt: dict, args: argparse.Namespace,
+                      name: str) -> float:
+    import torch
+
+    def timed(sizes: dict | None) -> float:
+        return time_reference(source, sizes, device=args.device, warmup=args.warmup, repeats=args.repeats,
+                              compile=True)
+
+    ms = timed(None)
+    entry.update(baseline_compile_ms=round(ms, 4), compile_measured_on=name,
+                 compile_measured_with=f"torch {torch.__version__}, torch.compile (default mode), TF32 off, median "
+                                       f"of {args.repeats} after {max(args.warmup, 1)} warm-up calls (the first "
+                                       "compiles), L2 flushed, launch gate")
+    if full_alt and not args.no_alt:
+        entry["baseline_compile_alt_ms"] = round(timed(full_alt), 4)
+    return ms
+
+
 def main(argv: list[str] | None = None) -> int:
     import torch
 
@@ -133,6 +184,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--no-alt", action="store_true", help="skip timing the full_alt sizes")
     parser.add_argument("--min-ms", type=float, default=MIN_MS)
+    parser.add_argument("--baseline", nargs="+", default=["eager"], choices=["eager", "compile"],
+                        help="what to time: the eager reference (baseline_ms), torch.compile'd (baseline_compile_ms)")
+    parser.add_argument("--missing", action="store_true", help="skip what the manifest already holds from this device")
     args = parser.parse_args(argv)
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         print("measure: no CUDA device here; run this on the GPU machine", file=sys.stderr)
@@ -145,21 +199,17 @@ def main(argv: list[str] | None = None) -> int:
     slow = []
     for tid, source, full_alt in _targets(out, data, args.only):
         entry = data["tasks"][tid]
-        ms = time_reference(source, device=args.device, warmup=args.warmup, repeats=args.repeats)
-        entry.update(baseline_ms=round(ms, 4), baseline_ms_source="measured", measured_on=name,
-                     measured_with=f"torch {torch.__version__}, TF32 off, median of {args.repeats}, L2 flushed, "
-                                   "launch gate")
-        entry.pop("baseline_of", None)
-        if baseline_of(source) == "Baseline":
-            entry["baseline_of"] = "Baseline"
-        if full_alt and not args.no_alt:
-            entry["baseline_alt_ms"] = round(time_reference(source, full_alt, device=args.device, warmup=args.warmup,
-                                                            repeats=args.repeats), 4)
-        flag = "  < min" if ms < args.min_ms else ""
-        print(f"{tid:55} measured {ms:9.4f} ms   estimate {entry.get('estimate_ms', float('nan')):9.4f} ms{flag}",
-              flush=True)
-        if ms < args.min_ms:
-            slow.append(tid)
+        todo = [b for b in args.baseline if not (args.missing and _done(entry, b, name))]
+        line = f"{tid:55}"
+        if "eager" in todo:
+            ms = _measure_eager(entry, source, full_alt, args, name)
+            line += f" measured {ms:9.4f} ms   estimate {entry.get('estimate_ms', float('nan')):9.4f} ms"
+            if ms < args.min_ms:
+                slow.append(tid)
+                line += "  < min"
+        if "compile" in todo:
+            line += f"   torch.compile {_measure_compiled(entry, source, full_alt, args, name):9.4f} ms"
+        print(line if todo else f"{line} already measured on {name}", flush=True)
         write_manifest(data, out)  # after every task: a crash keeps what was measured
     print(f"wrote {out}" + (f"; {len(slow)} under {args.min_ms} ms: {', '.join(slow)}" if slow else ""))
     return 1 if slow else 0
