@@ -17,7 +17,7 @@
   A task's reference is timed once per precision and shared by the backends.
 
 A backend whose package is not installed here is reported as skipped (the package named). Prints markdown tables
-and writes backends.json into --out.
+and writes backends.json into --out (after the compile section, and at the end or when stopped).
 """
 
 from __future__ import annotations
@@ -243,13 +243,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def save(data: dict, out: Path | None) -> str:
-    """The report of `data`; into `out` (backends.json, backends.md) too when given."""
-    text = report(data)
+    """The report of `data` (printed: the stage's log has it); `data` into out/backends.json when given (one file:
+    the device tool brings back at most 8)."""
     if out:
         out.mkdir(parents=True, exist_ok=True)
         (out / "backends.json").write_text(json.dumps(data, indent=1))
-        (out / "backends.md").write_text(text)
-    return text
+    return report(data)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -196,10 +196,9 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         text = report(data)
         print("\n" + text, end="")
-        if args.out:
+        if args.out:  # (the table is in the log: one file back)
             args.out.mkdir(parents=True, exist_ok=True)
             (args.out / "task_memory.json").write_text(json.dumps(data, indent=1))
-            (args.out / "task_memory.md").write_text(text)
     return 0
 
 
