@@ -1,6 +1,22 @@
 #!/usr/bin/env bash
-# One command on the lent GPU machine: install the carried wheels (.whl/, made by benchmarks/prepare_wheels.sh), then
-# run the named stages in order.
+# Next session's GPU plan (30 device-minutes: ~1.5 to start, the ~30 s a machine idles between calls counts too).
+# Every call carries [".whl_parts/<n>"] alone (`bash benchmarks/carry_parts.sh split` made them here: 4 parts of
+# <= 56 MiB, ~5 MiB of tree beside each) and runs `bash benchmarks/device_session.sh STAGES` (timeout_s 600), the calls
+# back to back: joined parts and /tmp/site live only while the machine is held (a fresh one: part 1 again).
+#   (a) part 1 (base wheels whole)  #35/#36: JOBS=4 ... fault-tests:100 judge-tests:80 faults:120 uid-tests:50
+#       confine-proc:60 -- test_judge_gpu.py (in both test stages) holds test_a_killed_runners_buffers_go_back and
+#       test_an_idle_judge_gives_its_gpu_memory_back; faults = bench_faults at 0/5/20 %            (~7 min)
+#   (b) part 2 (cute_dsl whole)  gpu-rest:330: the rest of `pytest -m gpu tests` (the full suite with (a), (c), (d))
+#                                                                                                 (~6 min)
+#   (c) part 3  #39: DSL_TESTS="tests/gpu/test_helion_gpu.py tests/gpu/test_cute_dsl_gpu.py"
+#       BACKENDS="triton cuda helion cute_dsl" ... dsl-tests:150 backends:300                        (~8 min)
+#   (d) part 4 (tilelang whole)  DSL_TESTS=tests/gpu/test_tilelang_gpu.py BACKENDS=tilelang ... dsl-tests:90
+#       backends:90 level3:180 (#40: solutions, then eager, then torch.compile baselines)           (~6 min)
+#   memory:120 (#40) only if minutes are left. Tight: (b)'s bound is the slack. Read each reply's session.log: its
+#   "parts: ..." lines say what is whole; a stage cut by its bound says so in its "=== stage rc=124" line.
+#
+# One command on the lent GPU machine: install the carried wheels (.whl/, made by benchmarks/prepare_wheels.sh, and
+# the parts of benchmarks/carry_parts.sh, joined in /tmp/parts), then run the named stages in order.
 # Logs go to $OUT (the device tool brings them back). Usage, from the repo root on the device:
 #   bash benchmarks/device_session.sh warm gpu-tests compile
 #   bash benchmarks/device_session.sh cv throughput-cuda c2cuda-baselines
@@ -14,7 +30,10 @@ if ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
     || exit 1
 fi
-export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1 KERNEL_GYM_CACHE=${KERNEL_GYM_CACHE:-/tmp/kgcache}
+bash benchmarks/carry_parts.sh join 2>&1 | tee -a "$OUT/session.log"  # .whl_parts/<n> carried: joined, whole groups installed
+# (nvidia-cutlass-dsl finds its `cutlass` package through a .pth file, which a --target folder does not read)
+export PYTHONPATH=/tmp/site:/tmp/site/nvidia_cutlass_dsl/dsl_packages:$PWD PYTHONUNBUFFERED=1 \
+  KERNEL_GYM_CACHE=${KERNEL_GYM_CACHE:-/tmp/kgcache}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | tee -a "$OUT/session.log"
 if [ -n "${MEMWATCH:-}" ]; then  # GPU memory per process over the whole call (benchmarks/memwatch.sh)
   bash benchmarks/memwatch.sh "$OUT/memwatch.log" & MEMWATCH_PID=$!
@@ -35,6 +54,30 @@ for arg in "$@"; do
       wait ;;
     gpu-tests)
       timeout -s INT -k 30 "$T" python3 -m pytest -m gpu ${GPU_TESTS:-tests} -p no:cacheprovider -q -rfE --durations=15 ;;
+    gpu-rest)  # pytest -m gpu tests without the files the plan's other stages run (fault-tests, judge-tests,
+      # confine-proc, dsl-tests, level3)
+      timeout -s INT -k 30 "$T" python3 -m pytest -m gpu tests $(for f in gpu/test_judge_gpu gpu/test_faults_gpu \
+        gpu/test_confine_gpu anti_hacking/test_gpu_attacks gpu/test_gpu_env gpu/test_helion_gpu gpu/test_cute_dsl_gpu \
+        gpu/test_tilelang_gpu gpu/test_level3_gpu tasks/test_gpu_baselines; do echo "--ignore=tests/$f.py"; done) \
+        -p no:cacheprovider -q -rfE --durations=15 ;;
+    dsl-tests)  # #39: Helion, CuTe DSL and TileLang solutions and attacks judged on the GPU (a missing package: skipped)
+      timeout -s INT -k 30 "$T" python3 -m pytest -m gpu ${DSL_TESTS:-tests/gpu/test_helion_gpu.py \
+        tests/gpu/test_cute_dsl_gpu.py tests/gpu/test_tilelang_gpu.py} -p no:cacheprovider -q -rfEs --durations=10 ;;
+    backends)  # #39: compile time per backend (cold, warm; 8 concurrent jobs) and do_bench agreement (bench_backends.py)
+      names=${BACKENDS:-all}
+      timeout "$T" python3 benchmarks/bench_backends.py ${BACKENDS:+--backends $BACKENDS} --jobs ${BACKEND_JOBS:-8} \
+        --repeats ${VALUE_SETS:-3} --out "$OUT/backends_${names// /_}" ;;
+    level3)  # #40: the level-3 solutions at full size, every level-3 reference over 0.1 ms, eager and torch.compile
+      # baselines into $OUT/manifest.json (kept in /tmp between calls: --missing goes on where a bound stopped it)
+      M=/tmp/kg_level3_manifest.json; [ -f $M ] || cp tasks/manifest.json $M
+      ids=$(python3 -c "from kernel_gym.tasks import list_tasks; print(' '.join(list_tasks('level3')))")
+      timeout -s INT -k 20 $((T * 2 / 5)) python3 -m pytest -m gpu tests/gpu/test_level3_gpu.py \
+        tests/tasks/test_gpu_baselines.py -k level3 -n 4 -p no:cacheprovider -q -rfE --durations=10
+      timeout $((T / 5)) python3 -m kernel_gym.tasks.measure --out $M --only $ids --baseline eager --missing
+      timeout $((T * 2 / 5)) python3 -m kernel_gym.tasks.measure --out $M --only $ids --baseline compile --missing --no-alt
+      cp $M "$OUT/manifest.json" ;;
+    memory)  # #40: every task's judged-run memory at full size, measured (benchmarks/task_memory.py), level 3 first
+      timeout "$T" python3 benchmarks/task_memory.py --budget-s $((T - 30)) --out "$OUT" ;;
     compile)
       timeout "$T" python3 benchmarks/bench_speed.py compile --stock-builds 1 --cold-builds ${COLD_BUILDS:-3} --out "$OUT" ;;
     cv)
