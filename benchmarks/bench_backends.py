@@ -65,6 +65,7 @@ SOLUTIONS: dict[str, tuple[Solution, ...]] = {
     "tilelang": _pair("tilelang/solutions/level1_relu.py", "tilelang/solutions/level1_matmul_bf16.py"),
 }
 PACKAGES = {"triton": "triton", "cuda": "torch", "helion": "helion", "cute_dsl": "cutlass", "tilelang": "tilelang"}
+AGREEMENT_FIRST = ["helion", "cute_dsl", "tilelang", "triton", "cuda"]  # never measured first (Triton's: RESULTS.md)
 SALTED_DECORATORS = ("jit", "kernel", "prim_func")  # @triton.jit, @helion.kernel, @cute.kernel/jit, @T.prim_func
 
 
@@ -169,7 +170,7 @@ def section_agreement(backends: list[str], repeats: int, rows: list[dict]) -> No
     pool.warm_up()
     refs: dict[tuple[str, str | None], float] = {}
     try:
-        for backend in backends:
+        for backend in sorted(backends, key=AGREEMENT_FIRST.index):  # a stage's bound cuts the ones measured before
             for sol in SOLUTIONS[backend]:
                 row = agreement_row(pool, sol.task, sol.path, repeats, backend=backend, precision=sol.precision,
                                     ref_ms=refs.get((sol.task, sol.precision)))

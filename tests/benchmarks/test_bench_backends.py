@@ -66,7 +66,7 @@ def test_every_backend_has_a_relu_and_a_bf16_gemm_that_exist():
         assert [s.kind for s in sols] == ["relu", "gemm_bf16"], backend
         assert all(s.path.is_file() for s in sols), backend
         assert sols[1].task == "level1/matmul" and sols[1].precision == "bf16"
-    assert set(bb.PACKAGES) == set(bb.SOLUTIONS)
+    assert set(bb.PACKAGES) == set(bb.SOLUTIONS) == set(bb.AGREEMENT_FIRST)
 
 
 @pytest.mark.parametrize("backend", list(bb.SOLUTIONS))
@@ -118,6 +118,30 @@ def test_report_from_a_saved_run(tmp_path, capsys):
     saved.write_text(json.dumps(SAVED))
     assert bb.main(["--report", str(saved)]) == 0
     assert capsys.readouterr().out == text
+
+
+def test_main_skips_a_missing_backend_and_saves_what_the_sections_found(tmp_path, monkeypatch, capsys):
+    calls = {}
+
+    def compile_section(backends, jobs, phases, keep, sink):
+        calls["compile"] = (backends, jobs, phases, keep)
+        for b in backends:
+            sink[b]["compile"] = {"relu": {p: {"compile_ms": 1000.0, "outcomes": {"correct": jobs}} for p in phases}}
+
+    def agreement_section(backends, repeats, rows):
+        calls["agreement"] = (backends, repeats)
+        rows.append({"backend": backends[0], "solution": "relu", "task": "level1/relu", "judge_speedup": 1.0,
+                     "do_bench_speedup": 1.0, "diff_pct": 0.0})
+
+    monkeypatch.setattr(bb, "missing", lambda b: "package 'tilelang' not installed" if b == "tilelang" else None)
+    monkeypatch.setattr(bb, "section_compile", compile_section)
+    monkeypatch.setattr(bb, "section_agreement", agreement_section)
+    assert bb.main(["--backends", "triton", "tilelang", "--jobs", "2", "--out", str(tmp_path)]) == 0
+    assert calls == {"compile": (["triton"], 2, ["cold", "warm"], False), "agreement": (["triton"], 3)}
+    data = json.loads((tmp_path / "backends.json").read_text())
+    assert data["backends"]["tilelang"] == {"skipped": "package 'tilelang' not installed"}
+    assert data["backends"]["triton"]["compile"]["relu"]["warm"]["compile_ms"] == 1000.0
+    assert len(data["agreement"]) == 1 and "| triton | relu | 1.000 | 1.000 | +0.0 % | yes |" in capsys.readouterr().out
 
 
 def test_bench_judge_agreement_table_names_rows_by_label():
