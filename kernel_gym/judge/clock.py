@@ -170,8 +170,9 @@ class CudaClock(_Clock):
         # The end waits, on a stream of its own (non-blocking: nothing else of the judge's waits behind it), for the
         # nonce in the judge's flag (the runner writes it after its work and its outputs' copy), else for "done".
         # The nonce is new each call: nothing queued before the request can end its interval.
-        flag = runner.flag.tensors[0].data_ptr() if nonce is not None else 0
+        flag = 0
         if nonce is not None:
+            flag = runner.flag.tensors[0].data_ptr()
             stream_values.wait(self._ends.cuda_stream, flag, nonce)
         else:
             self._ends.wait_event(done)

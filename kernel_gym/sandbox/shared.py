@@ -130,11 +130,11 @@ class Arena:
         offsets, size = _offsets(self.specs)
         self._fd: int | None = None
         self._mm: mmap.mmap | None = None
-        self._pool = None
+        self._pool_done: weakref.finalize | None = None
         if device.type == "cuda":
             self.base, pool = _alone(size, device)
             # however the arena goes (closed, or dropped), its pool goes to _RETIRED, never freed here and now
-            self._pool = weakref.finalize(self, _retire_pool, pool) if pool is not None else None
+            self._pool_done = weakref.finalize(self, _retire_pool, pool) if pool is not None else None
         else:
             self._fd = os.memfd_create("kernel_gym_arena", os.MFD_CLOEXEC)
             os.ftruncate(self._fd, size)
@@ -161,9 +161,9 @@ class Arena:
         self.tensors = []
         if self._counter is None:
             self.base = None
-            if self._pool is not None:  # (its memory stays cached in the pool until release_retired)
-                self._pool()
-                self._pool = None
+            if self._pool_done is not None:  # (its memory stays cached in the pool until release_retired)
+                self._pool_done()
+                self._pool_done = None
         if self._mm is not None:
             try:
                 self._mm.close()
