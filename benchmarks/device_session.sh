@@ -53,9 +53,11 @@ for arg in "$@"; do
       done
       wait ;;
     gpu-tests)
+      KG_GPU_ORACLE_JSON=$OUT/oracle.json KG_GPU_POLICY_JSON=$OUT/policy.json \
       timeout -s INT -k 30 "$T" python3 -m pytest -m gpu ${GPU_TESTS:-tests} -p no:cacheprovider -q -rfE --durations=15 ;;
     gpu-rest)  # pytest -m gpu tests without the files the plan's other stages run (fault-tests, judge-tests,
-      # confine-proc, dsl-tests, level3)
+      # confine-proc, dsl-tests, level3); the oracle's and the library policy's numbers (#37) come back as JSON
+      KG_GPU_ORACLE_JSON=$OUT/oracle.json KG_GPU_POLICY_JSON=$OUT/policy.json \
       timeout -s INT -k 30 "$T" python3 -m pytest -m gpu tests $(for f in gpu/test_judge_gpu gpu/test_faults_gpu \
         gpu/test_confine_gpu anti_hacking/test_gpu_attacks gpu/test_gpu_env gpu/test_helion_gpu gpu/test_cute_dsl_gpu \
         gpu/test_tilelang_gpu gpu/test_level3_gpu tasks/test_gpu_baselines; do echo "--ignore=tests/$f.py"; done) \
