@@ -167,6 +167,14 @@ def pool(evaluator):
 
 
 @pytest.fixture
+def reusing_runners(evaluator, monkeypatch):
+    """The shared evaluator's slots under the "clean" candidate-runner reuse policy (cuda's default; cpu's is a fresh
+    runner per job) for one test of what reuse must keep apart."""
+    for slot in evaluator.pool._all:  # noqa: SLF001 - the pool's slots
+        monkeypatch.setattr(slot, "reuse", "clean")
+
+
+@pytest.fixture
 def make_env(evaluator):
     """gym.make("KernelRefine-v0", ...) on the CPU backend with the shared evaluator; closed after the test."""
     import gymnasium as gym

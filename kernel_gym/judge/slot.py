@@ -1,6 +1,6 @@
 """A judge slot: the judge's side of one concurrent job, its two runners (the reference's, the task's code only,
-kept across jobs while the judge finds it as it left it; the candidate's, kept while its jobs end clean, else
-replaced at once by a spare started ahead)."""
+kept across jobs while the judge finds it as it left it; the candidate's, a fresh one per job where runners are forked
+in milliseconds, else kept while its jobs end clean; a replaced one's successor is a spare started ahead)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,24 @@ MAX_JOBS_PER_RUNNER = 32
 # more process per slot, on cuda one more CUDA context).
 SPARE_RUNNERS = os.environ.get("KERNEL_GYM_SPARE_RUNNERS", "1") != "0"
 END_LIMIT_S = 10.0  # a candidate runner's end of a job (dropping its modules, models and memory)
+REUSE_POLICIES = ("never", "clean")
+
+
+def candidate_reuse(device: str) -> str:
+    """Whether a candidate runner serves more than one job (`KERNEL_GYM_RUNNER_REUSE`). "never": every job gets a
+    runner no earlier job ran in, so nothing a candidate leaves in its process (patched functions, native state: what
+    the runner's own, forgeable report cannot vouch for) reaches another job. "clean": a runner serves the next job
+    after a clean one (`Slot.after_job`), which saves a start where starts are slow. Unset: "never" where runners are
+    forked from the fork server (cpu: a start costs milliseconds), "clean" where each is a fresh interpreter (cuda:
+    ~8 s of imports and CUDA initialization a start, measured on an H100, hidden by the spare only when replacements
+    are rare)."""
+    from kernel_gym.errors import ConfigError
+    from kernel_gym.judge import spawner
+
+    policy = os.environ.get("KERNEL_GYM_RUNNER_REUSE", "")
+    if policy and policy not in REUSE_POLICIES:
+        raise ConfigError(f"KERNEL_GYM_RUNNER_REUSE={policy!r}: expected one of {', '.join(REUSE_POLICIES)}")
+    return policy or ("never" if spawner.enabled(device) else "clean")
 
 
 def native_threads(pid: int) -> int:
@@ -36,6 +54,7 @@ class Slot:
 
     def __init__(self, device: str, gpu: int | None, memory_limit_gb: float | None):
         self.device, self.gpu, self.memory_limit_gb = device, gpu, memory_limit_gb
+        self.reuse = candidate_reuse(device)
         self.ref = self._spawn("reference")
         self.cand = self._spawn("candidate")
         self.spare: RunnerProcess | None = None  # the next candidate runner, started when this one was replaced
@@ -81,13 +100,16 @@ class Slot:
         threading.Thread(target=old.kill, daemon=True, name="kernel-gym-runner-reap").start()
 
     def after_job(self, result: EvalResult | None) -> bool:
-        """End the job in both runners. The candidate's runner serves the next job only when nothing about this one
-        is suspect: a correct or mismatching verdict; no thread, process or harness change left behind and no
+        """End the job in both runners. Under the "never" reuse policy the candidate's runner is replaced after every
+        job. Under "clean" it serves the next job only when nothing about this one is suspect: a correct or mismatching verdict; no thread, process or harness change left behind and no
         process-wide change the runner could not put back (a module planted in sys.modules, which the next job's
         solution would meet) (its own report); no more native threads than after its previous job (the judge's own
         count); and fewer than MAX_JOBS_PER_RUNNER jobs. Otherwise it is replaced now (the next one starts while the
         caller goes on). Returns True when it was replaced."""
         self._end(self.ref)
+        if self.reuse == "never":
+            self.replace_candidate()
+            return True
         clean = result is not None and result.outcome in (Outcome.CORRECT, Outcome.MISMATCH) and not result.hacks
         report = self._end(self.cand, strays=True) if clean and self.cand.alive else None
         self.cand_jobs += 1

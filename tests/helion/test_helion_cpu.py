@@ -102,9 +102,10 @@ def test_a_kernel_without_config_is_not_autotuned(evaluator):
     assert "config=helion.Config(block_sizes=" in info["feedback"]  # the hint says how
 
 
-def test_a_runner_that_imported_helion_serves_no_other_job(evaluator):
+def test_a_runner_that_imported_helion_serves_no_other_job(evaluator, reusing_runners):
     """Helion stays in the runner's memory after the job (its settings, its compiled kernels, its functions, which
-    the job's solution could have patched): the next job gets a runner that never imported it."""
+    the job's solution could have patched): even under the "clean" reuse policy the next job gets a runner that never
+    imported it."""
     from kernel_gym.eval.job import EvalJob
 
     slot = evaluator.pool._all[0]  # noqa: SLF001 - the one slot of this pool

@@ -65,10 +65,13 @@ PROBE = textwrap.dedent('''
 
 @pytest.fixture(params=["forked", "fresh interpreter"])
 def one_runner(request, monkeypatch):
-    """A pool of one candidate runner, forked from the fork server (cpu's default) or a fresh interpreter (cuda's)."""
+    """A pool of one candidate runner, forked from the fork server (cpu's default) or a fresh interpreter (cuda's),
+    which serves the next job after a clean one (the "clean" reuse policy, cuda's default: cpu's runs every job in a
+    runner of its own)."""
     from kernel_gym.judge.pool import WorkerPool
 
     monkeypatch.setenv("KERNEL_GYM_FORKSERVER", "1" if request.param == "forked" else "0")
+    monkeypatch.setenv("KERNEL_GYM_RUNNER_REUSE", "clean")
     pool = WorkerPool("cpu", size=1)
     yield pool
     pool.close()

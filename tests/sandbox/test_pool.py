@@ -118,7 +118,8 @@ def test_processes_of_a_job_whose_runner_is_killed_are_killed(pool, relu_code, r
 
 
 @pytest.mark.timeout(120)
-def test_the_job_temp_dir_is_removed(pool, relu_code, runner_scratch):
+def test_the_job_temp_dir_is_removed(pool, relu_code, runner_scratch, reusing_runners):
+    """In a runner that serves another job, the job's folder goes at its end (a fresh runner per job: see below)."""
     report = runner_scratch / "cwd.txt"
     extra = f"""
         if self.calls == 1:
@@ -135,6 +136,23 @@ def test_the_job_temp_dir_is_removed(pool, relu_code, runner_scratch):
     worker_root = workdir.parent
     assert worker_root.is_dir(), "the worker (and its root) should still be alive"
     assert list(worker_root.glob("job_*")) == []
+
+
+def test_a_runner_used_once_goes_with_its_folder(pool, relu_code, runner_scratch):
+    """A fresh runner per job (cpu's default): the replaced runner's whole folder goes, the job's with it."""
+    report = runner_scratch / "cwd_once.txt"
+    extra = f"""
+        if self.calls == 1:
+            with open({str(report)!r}, "w") as f:
+                f.write(os.getcwd())
+    """
+    result = pool.evaluate(make_job(relu_code(header="import os", extra=extra)))
+    assert result.outcome is Outcome.CORRECT, result.message
+    worker_root = Path(report.read_text()).parent
+    deadline = time.monotonic() + 30  # (removed by the judge's reaper thread, after the kill)
+    while worker_root.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not worker_root.exists(), "the used runner's folder was left behind"
 
 
 @pytest.mark.timeout(120)
@@ -304,17 +322,18 @@ LEAVES = {  # a process-wide change made at import, and how the next job's solut
 
 
 @pytest.mark.parametrize("kind", sorted(LEAVES))
-def test_a_process_wide_setting_is_not_left_to_the_next_job(solution, kind):
-    """A solution that changes a process-wide setting for itself (at import) must not hand it to the next job of the
-    same runner, whose solution would run under it (here: one that returns its input unchanged when it notices the
-    change, a mismatch). At the job's end the runner puts back dtype, device, grad mode, threads, environment and
-    import path; a change it cannot put back (a module made in memory) ends the runner's reuse."""
+def test_a_process_wide_setting_is_not_left_to_the_next_job(solution, kind, monkeypatch):
+    """Under the "clean" reuse policy (what cuda runners use), a solution that changes a process-wide setting for
+    itself (at import) must not hand it to the next job of the same runner, whose solution would run under it (here:
+    one that returns its input unchanged when it notices the change, a mismatch). At the job's end the runner puts
+    back dtype, device, grad mode, threads, environment and import path; a change it cannot put back (a module made
+    in memory) ends the runner's reuse."""
+    monkeypatch.setenv("KERNEL_GYM_RUNNER_REUSE", "clean")
     change, notice = LEAVES[kind]
     genuine = solution("level1/relu")
     header = "import os\nimport sys\nimport torch\n"
     leaves = genuine.replace("import torch\n", header + change + "\n", 1)
-    notices = genuine.replace("import torch\n", header, 1).replace(
-        "y = torch.empty_like(x)", f"if {notice}:\n            return x\n        y = torch.empty_like(x)")
+    notices = noticing(genuine.replace("import torch\n", header, 1), notice)
     assert leaves != genuine and "return x" in notices
     pool = WorkerPool("cpu", size=1)
     try:
@@ -324,3 +343,50 @@ def test_a_process_wide_setting_is_not_left_to_the_next_job(solution, kind):
         assert second.outcome is Outcome.CORRECT, second.message
     finally:
         pool.close()
+
+
+def noticing(genuine: str, notice: str) -> str:
+    """`genuine` made to return its input unchanged (a mismatch) when `notice` holds in its process."""
+    return genuine.replace("y = torch.empty_like(x)", f"if {notice}:\n            return x\n        y = torch.empty_like(x)")
+
+
+@pytest.mark.parametrize("policy", ["never", "clean"])
+def test_what_a_job_leaves_where_no_report_looks_reaches_no_other_job(solution, policy, monkeypatch):
+    """A candidate can change its runner's process in ways the runner's end-of-job report does not look at (here a
+    function of a module no check watches, `math.sqrt`; native state would do as well), and that report is the
+    runner's own, so forgeable. The next job that runner served would run under the change: a genuine solution
+    that uses the function is then wrong. Under the "never" reuse policy (the default where runners are forked,
+    cpu) every job gets a runner no earlier job ran in, and the genuine solution is correct; under "clean" the change
+    reaches it, which is the attack this policy stops."""
+    monkeypatch.setenv("KERNEL_GYM_RUNNER_REUSE", policy)
+    genuine = solution("level1/relu").replace("import torch\n", "import math\nimport torch\n", 1)
+    plants = genuine.replace("import math\n", "import math\nmath.sqrt = lambda value: 0.0\n", 1)
+    harmed = noticing(genuine, "math.sqrt(4.0) != 2.0")
+    assert plants != genuine and "return x" in harmed
+    pool = WorkerPool("cpu", size=1)
+    try:
+        first = pool.evaluate(make_job(plants))
+        assert first.outcome is Outcome.CORRECT, first.message  # its own job is genuine
+        second = pool.evaluate(make_job(harmed))
+    finally:
+        pool.close()
+    if policy == "never":
+        assert second.outcome is Outcome.CORRECT, second.message
+    else:  # the gap the default closes, shown: the change reached another job, a genuine solution scored 0
+        assert second.outcome is not Outcome.CORRECT, second.message
+
+
+def test_the_reuse_policy_defaults_by_how_runners_start(monkeypatch):
+    from kernel_gym.errors import ConfigError
+    from kernel_gym.judge.slot import candidate_reuse
+
+    monkeypatch.delenv("KERNEL_GYM_RUNNER_REUSE", raising=False)
+    monkeypatch.delenv("KERNEL_GYM_FORKSERVER", raising=False)
+    assert candidate_reuse("cpu") == "never" and candidate_reuse("cuda") == "clean"
+    monkeypatch.setenv("KERNEL_GYM_FORKSERVER", "1")
+    assert candidate_reuse("cuda") == "never"  # runners forked from the fork server, on any device
+    monkeypatch.setenv("KERNEL_GYM_RUNNER_REUSE", "clean")
+    assert candidate_reuse("cpu") == "clean"
+    monkeypatch.setenv("KERNEL_GYM_RUNNER_REUSE", "sometimes")
+    with pytest.raises(ConfigError, match="KERNEL_GYM_RUNNER_REUSE"):
+        candidate_reuse("cpu")
