@@ -12,9 +12,12 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import struct
 import subprocess
 import time
+import weakref
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -22,6 +25,40 @@ from kernel_gym.eval.job import EvalConfig, job_for
 from kernel_gym.judge.pool import WorkerPool, _release_judge_memory
 from kernel_gym.sandbox import shared
 from kernel_gym.tasks import load_task
+
+SHARES: list[tuple[str, int, int, Any]] = []  # (ref-counter file, offset, MiB, weakref to the arena): every share
+
+
+def _recording(descriptor):
+    def wrapped(self):
+        out = descriptor(self)
+        if self._counter is not None:  # noqa: SLF001
+            handle, offset = self._counter  # noqa: SLF001
+            name = handle.decode() if isinstance(handle, bytes) else str(handle)
+            SHARES.append((name, int(offset), round(sum(s.nbytes for s in self.specs) / 2**20), weakref.ref(self)))
+        return out
+    return wrapped
+
+
+shared.Arena.descriptor = _recording(shared.Arena.descriptor)
+
+
+def counters() -> dict[str, Any]:
+    """torch's IPC count of every share so far (a runner that still maps the buffer keeps it above 0), read from
+    the ref-counter files in /dev/shm: how many shares are still counted, their MiB, and whether the arena lives."""
+    held = []
+    for name, offset, mib, ref in SHARES:
+        try:
+            with open("/dev/shm/" + name.lstrip("/"), "rb") as f:
+                f.seek(offset * 8)
+                value = struct.unpack("<q", f.read(8))[0]
+        except OSError:
+            value = None
+        if value:
+            held.append({"mib": mib, "count": value, "arena_alive": ref() is not None})
+    return {"shares": len(SHARES), "counted": len(held), "counted_mib": sum(h["mib"] for h in held),
+            "counted_dead_arenas_mib": sum(h["mib"] for h in held if not h["arena_alive"])}
+
 
 SOL = Path(__file__).resolve().parents[1] / "tests" / "solutions"
 KINDS = {"genuine": SOL / "level1_relu.py", "abort": SOL / "faults" / "abort.py",
@@ -51,6 +88,7 @@ def snapshot(label: str, pool: WorkerPool, t0: float) -> dict:
            "driver_mib_this_process": driver_mib().get(str(os.getpid())),
            "arenas_live": len(live), "arenas_live_mib": sum(a["mib"] for a in live if a["base"]),
            "arenas_counted": sum(a["counted"] for a in live), "retired_pools_waiting": shared.retired_count(),
+           "ipc_counts": counters(),
            "runner_shared_lists": slots}
     print(json.dumps(row), flush=True)
     return row
