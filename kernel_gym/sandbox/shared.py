@@ -175,16 +175,23 @@ class Arena:
             self._fd = None
 
     def retire(self, runner_dead: bool) -> None:
-        """The runner it was shared with no longer maps it: it ended its job (it let go of its views, and torch
-        counted that) or it is dead. A dead runner let go of nothing: its share of torch's count is released here,
-        or torch would keep the memory for as long as the judge runs (a killed runner's buffers, every faulty job)."""
+        """The runner it was shared with no longer maps it: it ended its job (it let go of its views) or it is dead.
+        Either way torch's IPC count of the share is released here, by the judge (`release_count`), then the
+        memory goes."""
         self.release_count(runner_dead)
         self.close()
 
     def release_count(self, runner_dead: bool) -> None:
-        """Torch's IPC count of the runner's share is released (a dead runner's, by the judge) without freeing
-        anything: the memory stays with this object."""
-        if runner_dead and self._counter is not None:
+        """Release torch's IPC count of the runner's share, without freeing anything (the memory stays with this
+        object until `close`). torch counts a share until the consumer's views are freed, and the consumer's
+        release writes a reference-counter file of the judge's, `/dev/shm/torch_*`, mode 0600: a runner under a uid
+        of its own (the default as root) cannot open it, and a dead runner released nothing. Before this, every
+        buffer the judge shared stayed in torch's IPC limbo for as long as the judge ran (an H100's judge held
+        69 GiB after two dozen jobs). So the judge releases the count itself, whether the runner ended its job or is
+        dead (`runner_dead`, kept for the caller's log); where the runner could release its own (same uid), the
+        count goes below 0, which torch treats as released (its limbo keeps a block only while the count is > 0),
+        and a counter's slot is never handed to a later share (torch takes the next offset of its file)."""
+        if self._counter is not None:
             torch.UntypedStorage._release_ipc_counter(*self._counter, device=self.device)
         self._counter = None
 

@@ -47,6 +47,23 @@ def test_cpu_arena_is_shared_memory():
     arena.close()
 
 
+@pytest.mark.parametrize("runner_dead", [False, True])
+def test_the_judge_releases_torchs_ipc_count_of_every_share_it_retires(monkeypatch, runner_dead):
+    """torch counts a cuda share until its consumer frees its views, and the consumer's release writes a counter
+    file only the judge's uid may open: a runner under a uid of its own (or a dead one) never releases it, and torch
+    then keeps the buffer for as long as the judge runs. The judge releases the count itself when it retires the
+    arena, whether the runner ended its job or died (`test_a_killed_runners_buffers_go_back`, GPU: the memory)."""
+    released = []
+    monkeypatch.setattr(torch.UntypedStorage, "_release_ipc_counter",
+                        lambda *args, device=None: released.append((args, device)), raising=False)
+    arena = Arena([Spec((4,), "float32")], torch.device("cpu"))
+    arena._counter = (b"/torch_1_2_3", 7)  # noqa: SLF001 - as Arena.descriptor sets it for a cuda share
+    arena.retire(runner_dead=runner_dead)
+    assert released == [((b"/torch_1_2_3", 7), torch.device("cpu"))] and arena.base is None
+    arena.retire(runner_dead=runner_dead)  # (once only: a count is released once)
+    assert len(released) == 1
+
+
 def test_layout_is_validated():
     with pytest.raises(ValueError):
         Spec.from_json([[2, -1], "float32"])
