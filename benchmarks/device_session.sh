@@ -131,10 +131,13 @@ for arg in "$@"; do
     probe-stuck)  # #35: what releases a judge stream stuck on a dead runner's work (event: nothing; value: the judge)
       for v in kill abandon; do timeout 60 python3 benchmarks/probe_stuck_wait.py $v; done
       timeout "$T" python3 benchmarks/probe_wait_value.py release; timeout "$T" python3 benchmarks/probe_wait_value.py bias ;;
-    probe-memory)  # where the judge's GPU memory goes, job by job (private arenas, then torch's shared pool)
-      timeout $((T * 2 / 5)) python3 benchmarks/probe_judge_memory.py
-      KERNEL_GYM_PRIVATE_ARENAS=0 timeout $((T / 4)) python3 benchmarks/probe_judge_memory.py --jobs genuine,abort,genuine
-      KERNEL_GYM_RUNNER_REUSE=never timeout $((T / 4)) python3 benchmarks/probe_judge_memory.py --jobs genuine,genuine,genuine ;;
+    probe-memory)  # where the judge's GPU memory goes, job by job (PROBE_MEMORY_ALL=1: also with torch's shared pool
+      # for arenas, and with a fresh runner per job)
+      timeout $((T * 3 / 5)) python3 benchmarks/probe_judge_memory.py ${PROBE_MEMORY_JOBS:+--jobs $PROBE_MEMORY_JOBS}
+      if [ -n "${PROBE_MEMORY_ALL:-}" ]; then
+        KERNEL_GYM_PRIVATE_ARENAS=0 timeout $((T / 5)) python3 benchmarks/probe_judge_memory.py --jobs genuine,abort,genuine
+        KERNEL_GYM_RUNNER_REUSE=never timeout $((T / 5)) python3 benchmarks/probe_judge_memory.py --jobs genuine,genuine,genuine
+      fi ;;
     probe-streams)  # what the profiler reports for the gate's marker kernels and a CuPy side stream
       timeout "$T" python3 benchmarks/probe_streams.py ;;
     probe-placement)  # does a kernel's runtime depend on where its buffers land? (plain do_bench, fresh buffers per trial)
