@@ -27,6 +27,7 @@ from kernel_gym.harness.errors import GPU_MEMORY_MARKERS
 from kernel_gym.judge.faults import Cancel, gpu_fault
 from kernel_gym.judge.runners import ROOT_PREFIX
 from kernel_gym.judge.slot import Slot
+from kernel_gym.judge.stalls import StallLog
 from kernel_gym.paths import sweep_dead
 from kernel_gym.sandbox import isolation
 
@@ -155,6 +156,7 @@ class WorkerPool:
         self._alone_running = False
         self.gpu_fault: str | None = None  # why the GPU failed the probe after a runner ended (None: usable)
         self.context_stuck = False  # the judge's own GPU context is unusable (judge/clock.py ContextStuck)
+        self._stalls = StallLog()  # when jobs ended in a timeout or a crash (one may have stalled the others)
         for i in range(size):
             slot = Slot(device, self.gpus[i % len(self.gpus)], memory_limit_gb)
             self._all.append(slot)
@@ -167,12 +169,14 @@ class WorkerPool:
         while other jobs were in flight is confirmed by running the job once more, alone (it stands if the solution
         runs out of memory with nothing else running). No job waits on another for long: a job that cannot get the
         pool to itself within ALONE_WAIT_S runs beside the others, and an oom there is an infrastructure failure.
+        Likewise a `timeout` reached while another job ended in a timeout or a crash (one kernel's fault can stall
+        the GPU for every process: judge/stalls.py) is confirmed alone.
         `cancel`: how the caller ends the job early (its client went away)."""
-        judge_retries = oom_reruns = 0
+        judge_retries = oom_reruns = timeout_reruns = 0
         alone = False
         while True:
             try:
-                result, shared = self._evaluate_once(job, alone=alone, cancel=cancel)
+                result, shared, window = self._evaluate_once(job, alone=alone, cancel=cancel)
             except Exception as e:
                 if judge_retries == JUDGE_OOM_RETRIES or not judge_out_of_memory(e) or (cancel and cancel.reason):
                     raise
@@ -193,7 +197,20 @@ class WorkerPool:
                     result = result.replace(infra_failure=True, message=(
                         "out of GPU memory while other jobs were running, and the job could not be run alone within "
                         f"{ALONE_WAIT_S:g} s to confirm it; not a verdict on the solution:\n" + result.message))
-            extra = {k: float(v) for k, v in (("judge_oom_retries", judge_retries), ("oom_reruns", oom_reruns)) if v}
+            if result.outcome is Outcome.TIMEOUT and shared:
+                if (not timeout_reruns and not (cancel and cancel.reason)
+                        and self._stalls.beside(*window, calls_until=self._calls_until())):
+                    timeout_reruns += 1
+                    alone = True  # the verdict stands only if it times out with nothing else running
+                    log.info("a timeout beside another job's fault: confirming it alone")
+                    continue
+                if alone and timeout_reruns:  # the confirmation could not get the pool to itself
+                    result = result.replace(infra_failure=True, message=(
+                        "timed out while another job's kernel faulted (a fault can stall the whole GPU), and the job "
+                        f"could not be run alone within {ALONE_WAIT_S:g} s to confirm it; not a verdict on the "
+                        "solution:\n" + result.message))
+            extra = {k: float(v) for k, v in (("judge_oom_retries", judge_retries), ("oom_reruns", oom_reruns),
+                                              ("timeout_reruns", timeout_reruns)) if v}
             return result.replace(stage_ms={**result.stage_ms, **extra}) if extra else result
 
     @property
@@ -232,8 +249,9 @@ class WorkerPool:
             self._turn.notify_all()
 
     def _evaluate_once(self, job: EvalJob, alone: bool = False, cancel: Cancel | None = None
-                       ) -> tuple[EvalResult, bool]:
-        """One run on a free slot: its result, and whether another job ran on this pool at any time during it.
+                       ) -> tuple[EvalResult, bool, tuple[int, float, float]]:
+        """One run on a free slot: its result, whether another job ran on this pool at any time during it, and its
+        window in the pool's stall log (its token, start and end).
         `alone`: with no other job on the pool if that comes within ALONE_WAIT_S (memory other jobs hold cannot be
         the reason for its verdict)."""
         if self._closed:
@@ -244,14 +262,17 @@ class WorkerPool:
         waited_ms = (time.monotonic() - t0) * 1e3
         if cancel is not None and cancel.reason:
             self._leave(alone)
-            return EvalResult(outcome=Outcome.CRASH, message=f"cancelled: {cancel.reason}", infra_failure=True), False
+            return (EvalResult(outcome=Outcome.CRASH, message=f"cancelled: {cancel.reason}", infra_failure=True),
+                    False, (started, t0, t0))
         slot = self._idle.get()
+        begun = time.monotonic()
         try:
-            result = self._judged(slot, job, cancel)
+            result = self._judged(slot, job, cancel, token=started)
+            ended = time.monotonic()
             if asked_alone:  # how long it waited for the pool to itself
                 result = result.replace(stage_ms={**result.stage_ms, "alone_wait": round(waited_ms, 3)})
             with self._count_lock:
-                return result, concurrent or self._started - started > 1
+                return result, concurrent or self._started - started > 1, (started, begun, ended)
         except BaseException:  # (a lost GPU context is a verdict of pipeline.execute, marked in _judged)
             slot.close()
             if not self._closed:
@@ -265,7 +286,12 @@ class WorkerPool:
                 self._idle.put(slot)
             self._leave(alone)
 
-    def _judged(self, slot: Slot, job: EvalJob, cancel: Cancel | None) -> EvalResult:
+    def _calls_until(self) -> float | None:
+        """The latest run deadline of the calls running now in any slot (None: no call running)."""
+        deadlines = [r.call_until for s in list(self._all) for r in (s.cand, s.ref) if r.call_until is not None]
+        return max(deadlines, default=None)
+
+    def _judged(self, slot: Slot, job: EvalJob, cancel: Cancel | None, token: int = -1) -> EvalResult:
         """The job judged on `slot` (judge/pipeline.py), with what the pool adds: the isolation of its runners, a
         runner replaced for it, an end from outside, a GPU probed after a runner died."""
         from kernel_gym.judge import pipeline
@@ -276,6 +302,7 @@ class WorkerPool:
             if self.gpu_fault is not None:
                 raise SandboxError(f"the GPU is not usable: {self.gpu_fault}")
         cand, ref = slot.runners()
+        cand.on_fault = lambda: self._stalls.record(token)  # (when its call times out or it dies)
         run = JudgeRun(job, cand, ref)
         if cancel is not None:
             cancel.attach(cand)
@@ -283,6 +310,7 @@ class WorkerPool:
         try:
             result = pipeline.execute(run)
         finally:
+            cand.on_fault = None
             if cancel is not None:
                 cancel.attach(None)
             run.close()

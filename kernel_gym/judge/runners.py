@@ -120,6 +120,8 @@ class RunnerProcess:
         self.build_ms = 0.0
         self.budget: Any = None  # the job's Budget while a job uses this runner (judge/budget.py)
         self.stopped_s = 0.0  # time it spent stopped while another job was timed (never counted against it)
+        self.call_until: float | None = None  # while a request runs outside compile segments: its run deadline
+        self.on_fault: Any = None  # called when a request of its ends in a timeout or its death (judge/stalls.py)
         if role == "candidate":
             _CANDIDATES.add(self)
 
@@ -198,14 +200,17 @@ class RunnerProcess:
             reply = self._converse(rid, deadline)
         except ChannelTimeout:
             compiling = budget is not None and budget.in_compile
+            self._faulted()
             self.kill()
             raise RunnerFailure("timeout", "compile" if compiling else op) from None
         except (ChannelClosed, BrokenPipeError, ConnectionResetError, OSError):
+            self._faulted()
             raise RunnerFailure(*self._death(stage)) from None
         except ValueError as e:
             self.kill()
             raise RunnerFailure("tampered", str(e)) from None
         finally:
+            self.call_until = None
             if budget is not None and budget.in_compile:  # (a segment the runner never closed: the share back)
                 budget.end_compile()
         self.channel.drop_fds()
@@ -215,6 +220,7 @@ class RunnerProcess:
         """The messages of one request up to its reply: the compile and run phases the runner tells (the run limit
         moves by each compile segment's length) and the load_inline builds it asks of the build service."""
         budget, since, builds = self.budget, 0.0, 0  # (since: when the current compile segment began)
+        self.call_until = deadline
         reply, deadline = self._receive(deadline)
         run_deadline = deadline
         while reply.get("id") == rid and (set(reply) == {"id", "phase"} or (
@@ -238,10 +244,15 @@ class RunnerProcess:
                 self.channel.send({"id": rid, "resume": True})
             else:
                 break
+            self.call_until = None if since else deadline
             reply, deadline = self._receive(deadline)
             if not since:
                 run_deadline = deadline  # (moved by the time the runner was stopped, as `deadline` was)
         return reply
+
+    def _faulted(self) -> None:
+        if self.on_fault is not None:
+            self.on_fault()
 
     def _accepted(self, op: str, rid: int, reply: dict[str, Any]) -> dict[str, Any]:
         """The reply, if it is the exact reply to the request in flight (else the channel was tampered with)."""

@@ -399,3 +399,68 @@ def test_a_lost_gpu_context_is_the_jobs_timeout_and_the_pools_end(monkeypatch, s
         assert time.monotonic() - t0 < 5
     finally:
         pool.close()
+
+
+STALLER = """
+if self.calls == 1:  # holds the lock for as long as its runner lives (a kernel that stalls the GPU), then hangs
+    try:
+        lock = open({flag!r}, "w")
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        lock.write("held")
+        lock.flush()
+    except OSError:  # (its confirmation, in a runner of another uid: the file is the first runner's)
+        pass
+    while True:
+        time.sleep(0.05)
+"""
+STALLED = """
+if self.calls == 1:  # genuine work that cannot go on while the other job's runner stalls it (the GPU, under a trap)
+    while not os.path.exists({flag!r}) or open({flag!r}).read() != "held":
+        time.sleep(0.05)
+    with open({flag!r}) as lock:
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError:
+                time.sleep(0.05)
+"""
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("confirm", [True, False])
+def test_a_timeout_beside_another_jobs_fault_is_confirmed_alone(relu_code, runner_scratch, monkeypatch, confirm):
+    """One job's fault can stall every other process on the GPU (a `__trap()` on an H100: genuine first calls timed
+    out in the same second as the trap). Here a job holds a lock until its runner is killed at its call limit and a
+    genuine job's first call cannot go on while it is held: both time out, the genuine one first (the staller has the
+    longer limit, so the judge waits for the call it had in flight). The genuine job's timeout is confirmed alone (judge/stalls.py) and it is correct; the staller times out again. Without the
+    confirmation (`confirm=False`: the stall log sees nothing) the genuine job is scored a timeout."""
+    from kernel_gym.judge import stalls
+    from kernel_gym.judge.pool import WorkerPool
+
+    if not confirm:
+        monkeypatch.setattr(stalls.StallLog, "beside", lambda self, *args, **kwargs: 0)
+    flag = str(runner_scratch / "stall.lock")
+    Path(flag).unlink(missing_ok=True)
+    header = "import fcntl\nimport os\nimport time"
+    staller = make_job(relu_code(header=header, extra=STALLER.format(flag=flag)), call_timeout_s=10.0, checks="none")
+    stalled = make_job(relu_code(header=header, extra=STALLED.format(flag=flag)), call_timeout_s=3.0, checks="none")
+    pool = WorkerPool("cpu", size=2)
+    results = {}
+    try:
+        pool.warm_up()
+        first = threading.Thread(target=lambda: results.__setitem__("staller", pool.evaluate(staller)))
+        first.start()
+        deadline = time.monotonic() + 60
+        while not (Path(flag).exists() and Path(flag).read_text() == "held") and time.monotonic() < deadline:
+            time.sleep(0.05)
+        results["stalled"] = pool.evaluate(stalled)
+        first.join(120)
+    finally:
+        pool.close()
+    assert results["staller"].outcome is Outcome.TIMEOUT, results["staller"]
+    if confirm:
+        assert results["stalled"].outcome is Outcome.CORRECT, results["stalled"]
+        assert results["stalled"].stage_ms["timeout_reruns"] == 1, results["stalled"].stage_ms
+    else:
+        assert results["stalled"].outcome is Outcome.TIMEOUT, results["stalled"]

@@ -1,0 +1,45 @@
+"""When one job's fault can stall the others: the pool's log of the calls that ended in a timeout or a crash.
+
+On an H100, a kernel that executes `__trap()` stalls every other process's work on the GPU until its own runner is
+killed at its limit: in the 20 % fault run of `benchmarks/bench_faults.py` (2026-12-07), two genuine kernels whose
+first calls fell in that window were `timeout` at the same second as the trap (benchmarks/RESULTS.md, "Fault
+isolation, fourth GPU session"). A timeout is therefore a verdict only when nothing else went wrong beside it: a
+timeout reached while another job's candidate runner timed out or died (from the timed-out job's start until the
+calls then running in other jobs have ended or reached their own limits, since the staller may have the longer
+limit) is confirmed by running the job again alone (`WorkerPool.evaluate`): the trap's job times out again and
+keeps its verdict, the genuine ones are judged.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+SETTLE_S = 1.0  # a fault's own end may come just after the end of a call it stalled
+MAX_SETTLE_S = 30.0  # the longest wait for other jobs' calls in flight
+KEEP_S = 900.0  # how long a fault is remembered (longer than any job)
+
+
+class StallLog:
+    """Thread-safe times of the faulty ends (timeout, crash) of a pool's jobs, each with the job's token."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._ends: list[tuple[float, int]] = []
+
+    def record(self, token: int, when: float | None = None) -> None:
+        when = time.monotonic() if when is None else when
+        with self._lock:
+            self._ends = [(t, k) for t, k in self._ends if when - t < KEEP_S]
+            self._ends.append((when, token))
+
+    def beside(self, token: int, since: float, until: float, calls_until: float | None = None) -> int:
+        """How many other jobs' runners faulted between `since` and the end of the wait: `until` + SETTLE_S, or
+        SETTLE_S after `calls_until` (the latest deadline of the calls other jobs had in flight), at most
+        MAX_SETTLE_S after `until`. Waits until then."""
+        end = min(max(until, calls_until or until) + SETTLE_S, until + MAX_SETTLE_S)
+        wait = end - time.monotonic()
+        if wait > 0:
+            time.sleep(wait)
+        with self._lock:
+            return sum(1 for t, k in self._ends if k != token and since <= t <= end)
