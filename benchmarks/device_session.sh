@@ -161,7 +161,8 @@ for arg in "$@"; do
     runner-start)  # a runner ready: fresh interpreter vs forked from the fork server, on cuda (and one evaluation each)
       timeout "$T" python3 benchmarks/bench_runner_start.py --device cuda --n ${N_STARTS:-5} --out "$OUT" ;;
     probe-threads)  # which import of a runner's preload starts a thread (the fork server refuses to fork then)
-      for nvml in "" 1; do OMP_NUM_THREADS=1 PYTORCH_NVML_BASED_CUDA_CHECK=$nvml timeout "$T" python3 benchmarks/probe_threads.py; done ;;
+      for nvml in "" 1; do OMP_NUM_THREADS=1 PYTORCH_NVML_BASED_CUDA_CHECK=$nvml timeout "$T" python3 benchmarks/probe_threads.py; done
+      OMP_NUM_THREADS=1 timeout "$T" python3 benchmarks/probe_threads.py --fork-safe ;;  # the fork server's preload
     confine-proc)  # landlock_proc on cuda runners (no reading other processes' /proc): CUDA, Triton's ptxas, the attacks
       KERNEL_GYM_CONFINE_PROC=1 timeout -s INT -k 30 "$T" python3 -m pytest -m gpu tests/gpu/test_judge_gpu.py \
         tests/anti_hacking/test_gpu_attacks.py tests/gpu/test_gpu_env.py -p no:cacheprovider -q -rfE ;;

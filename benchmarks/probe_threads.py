@@ -2,6 +2,7 @@
 on cuda it reported 2). Prints the process's native threads by name after each step, as the fork server sees them.
 
     OMP_NUM_THREADS=1 python benchmarks/probe_threads.py
+    OMP_NUM_THREADS=1 python benchmarks/probe_threads.py --fork-safe   # the fork server's preload, then the rest
 """
 
 from __future__ import annotations
@@ -18,7 +19,14 @@ STEPS = ("torch", "torch._dynamo", "torch.profiler", "torch.utils.cpp_extension"
 
 
 def main() -> None:
+    import sys
+
     rows = []
+    if "--fork-safe" in sys.argv:
+        from kernel_gym.runner.serve import preload
+
+        preload(fork_safe=True)
+        print(json.dumps({"after": "preload(fork_safe=True)", "threads": thread_names()}), flush=True)
     for step in STEPS:
         importlib.import_module(step)
         rows.append({"after": step, "threads": thread_names()})

@@ -90,7 +90,7 @@ def serve(fd: int, device: str) -> None:
     from kernel_gym.sandbox.channel import Channel, ChannelClosed, ChannelTimeout
 
     limits.die_with_parent()
-    preload()
+    preload(fork_safe=True)
     channel = Channel.from_fd(fd)
     channel.send({"ready": True, "pid": os.getpid(), "threads": threads()})
     while True:

@@ -26,11 +26,23 @@ def _redirect_output(root: Path) -> None:
     faulthandler.enable(file=sys.stderr, all_threads=False)
 
 
-def preload() -> None:
-    """Import what every job needs (the slow part of a start; shared by runners forked from the fork server)."""
-    import torch  # noqa: F401
+def preload(fork_safe: bool = False) -> None:
+    """Import what every job needs (the slow part of a start; shared by runners forked from the fork server).
+    `fork_safe` (the fork server): start no CUDA driver thread. `torch.utils.cpp_extension` asks
+    `torch.cuda.is_available()` at import only to word a warning, and on a GPU machine that call initializes the
+    driver, which starts a thread (`cuda000...`, seen on an H100): the fork server then refuses to fork. So there it
+    is imported with that one question answered without the driver, and the function put back right after."""
+    import torch
     import torch._dynamo  # noqa: F401 - on import it wraps torch.manual_seed; must precede the snapshot
     import torch.profiler  # noqa: F401
+
+    if fork_safe and "torch.utils.cpp_extension" not in sys.modules:
+        is_available = torch.cuda.is_available
+        torch.cuda.is_available = lambda: True
+        try:
+            import torch.utils.cpp_extension  # noqa: F401
+        finally:
+            torch.cuda.is_available = is_available
     import torch.utils.cpp_extension  # noqa: F401
     import triton  # noqa: F401 - imported before any candidate, under the runner's TRITON_INTERPRET
 

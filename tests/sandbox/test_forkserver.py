@@ -3,9 +3,13 @@ interpreter (own folder, environment, session; exit statuses reported), started 
 a fresh interpreter again whenever the fork server is off, refuses or is gone."""
 
 import ast
+import json
 import os
 import re
 import signal
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 
@@ -237,3 +241,30 @@ def test_a_fork_server_that_never_gets_ready_is_not_waited_for_again(forked, mon
         assert probe(first)[0] == str(first.root)
     finally:
         first.stop()
+
+
+@pytest.mark.parametrize("fork_safe", [True, False])
+def test_the_fork_servers_preload_never_asks_the_cuda_driver(fork_safe):
+    """On a GPU machine `torch.cuda.is_available()` initializes the CUDA driver, which starts a thread, and the fork
+    server refuses to fork a process with more than one (on an H100 the thread came from importing
+    `torch.utils.cpp_extension`, which asks it to word a warning). The fork server's preload answers that one question
+    without the driver and puts the function back; a runner's own preload (fork_safe=False) still asks it."""
+    probe = textwrap.dedent(f"""
+        import json, shutil, torch
+        asked = []
+        real = torch.cuda.is_available
+        def counting():
+            asked.append(1)
+            return real()
+        torch.cuda.is_available = counting
+        from kernel_gym.runner.serve import preload
+        preload(fork_safe={fork_safe})
+        print(json.dumps({{"asked": len(asked), "restored": torch.cuda.is_available is counting,
+                          "nvcc": shutil.which("nvcc") is not None}}))
+    """)
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "CUDA_HOME": "/usr/local/cuda"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert seen["restored"], seen
+    assert seen["asked"] == (0 if fork_safe else 1), seen
