@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
-# Next session's GPU plan (30 device-minutes: ~1.5 to start, the ~30 s a machine idles between calls counts too).
-# Every call carries [".whl_parts/<n>"] alone (`bash benchmarks/carry_parts.sh split` made them here: 4 parts of
-# <= 56 MiB, ~5 MiB of tree beside each) and runs `bash benchmarks/device_session.sh STAGES` (timeout_s 600), the calls
-# back to back: joined parts and /tmp/site live only while the machine is held (a fresh one: part 1 again).
-#   (a) part 1 (base wheels whole)  #35/#36: JOBS=4 ... fault-tests:100 judge-tests:80 faults:120 uid-tests:50
-#       confine-proc:60 -- test_judge_gpu.py (in both test stages) holds test_a_killed_runners_buffers_go_back and
-#       test_an_idle_judge_gives_its_gpu_memory_back; faults = bench_faults at 0/5/20 %            (~7 min)
-#   (b) part 2 (cute_dsl whole)  gpu-rest:330: the rest of `pytest -m gpu tests` (the full suite with (a), (c), (d))
-#                                                                                                 (~6 min)
+# Next session's GPU plan (30 device-minutes: ~1.5 to start, the ~30 s a machine idles between calls counts too;
+# refused starts cost 1-3 min each: put the #35-#38 work first). Every call carries [".whl_parts/<n>"] alone
+# (`bash benchmarks/carry_parts.sh split`: 4 parts of <= 56 MiB) and runs `bash benchmarks/device_session.sh STAGES`
+# (timeout_s 600), back to back: joined parts and /tmp/site live only while the machine is held.
+#   (a) part 1 (base wheels whole)  #35/#36: JOBS=8 GPU_TESTS="tests/gpu/test_faults_gpu.py tests/gpu/test_judge_gpu.py
+#       tests/gpu/test_confine_gpu.py tests/anti_hacking/test_gpu_attacks.py" ... gpu-tests:200 faults:340
+#       probe-threads:30 -- the stall confirmation (judge/stalls.py) at 20 % faults, the fork server's preload
+#   (b) part 1 again if (a) went cold, else any part  #37/#38: gpu-rest:330 uid-tests:80 confine-proc:90
+#       (gpu-rest returns oracle.json, policy.json for RESULTS; the full `pytest -m gpu` with (a), (c), (d))
 #   (c) part 3  #39: DSL_TESTS="tests/gpu/test_helion_gpu.py tests/gpu/test_cute_dsl_gpu.py"
-#       BACKENDS="triton cuda helion cute_dsl" ... dsl-tests:150 backends:300                        (~8 min)
+#       BACKENDS="triton cuda helion cute_dsl" ... dsl-tests:150 backends:300  (needs part 2 joined first)
 #   (d) part 4 (tilelang whole)  DSL_TESTS=tests/gpu/test_tilelang_gpu.py BACKENDS=tilelang ... dsl-tests:90
-#       backends:90 level3:180 (#40: solutions, then eager, then torch.compile baselines)           (~6 min)
-#   memory:120 (#40) only if minutes are left. Tight: (b)'s bound is the slack. Read each reply's session.log: its
-#   "parts: ..." lines say what is whole; a stage cut by its bound says so in its "=== stage rc=124" line.
+#       backends:90 level3:180 (#40: solutions, then eager, then torch.compile baselines)
+#   Then, if minutes are left: KERNEL_GYM_FORKSERVER=1 KERNEL_GYM_RUNNER_REUSE=never forkserver-cuda, and memory:120.
+#   Read each reply's session.log: "parts: ..." lines say what is whole; a stage cut by its bound says so in its
+#   "=== stage rc=124" line.
 #
 # One command on the lent GPU machine: install the carried wheels (.whl/, made by benchmarks/prepare_wheels.sh, and
 # the parts of benchmarks/carry_parts.sh, joined in /tmp/parts), then run the named stages in order.
