@@ -14,6 +14,7 @@ import gc
 import logging
 import os
 import queue
+import re
 import tempfile
 import threading
 import time
@@ -46,6 +47,23 @@ JUDGE_OOM_RETRIES, JUDGE_OOM_BACKOFF_S = 3, 1.0
 # finish; new jobs wait behind it only this long. Past it the job runs beside them, and an oom it meets there is no
 # verdict (an infrastructure failure: nothing could be confirmed). KERNEL_GYM_ALONE_WAIT_S.
 ALONE_WAIT_S = float(os.environ.get("KERNEL_GYM_ALONE_WAIT_S", "30") or 30)
+
+
+_ASKED = re.compile(r"Tried to allocate ([0-9.]+) (B|KiB|MiB|GiB|TiB)")
+_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
+
+
+def beyond_the_device(message: str, device: str) -> bool:
+    """An out-of-memory whose failed allocation alone is larger than the whole GPU (torch's message names its size):
+    no rerun, alone or not, can change it, so it needs no confirmation. (The message is the runner's: a forged one
+    only hastens its own `oom`.)"""
+    found = _ASKED.search(message or "")
+    if device != "cuda" or found is None:
+        return False
+    import torch
+
+    asked = float(found.group(1)) * 1024 ** _UNITS.index(found.group(2))
+    return asked > torch.cuda.get_device_properties(torch.cuda.current_device()).total_memory
 
 
 def judge_out_of_memory(exc: BaseException) -> bool:
@@ -187,7 +205,7 @@ class WorkerPool:
                 _release_judge_memory(self.device)
                 time.sleep(JUDGE_OOM_BACKOFF_S * 2 ** (judge_retries - 1))
                 continue
-            if result.outcome is Outcome.OOM and shared:
+            if result.outcome is Outcome.OOM and shared and not beyond_the_device(result.message, self.device):
                 if not oom_reruns and not (cancel and cancel.reason):
                     oom_reruns += 1
                     alone = True  # the verdict stands only if the solution runs out of memory with nothing else running

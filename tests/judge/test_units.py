@@ -266,3 +266,18 @@ def test_a_job_the_judge_cannot_place_says_it_is_the_machines_failure():
     assert "infrastructure failure, not the solution's" in oom and "Tried to allocate 1024.00 MiB." in oom
     assert "Process 1" not in oom  # the first line only
     assert judge_failure_message(KeyError("model")) == "the judge failed on this job: 'model'"
+
+
+def test_an_allocation_larger_than_the_gpu_needs_no_oom_confirmation(monkeypatch):
+    """An `oom` among other jobs is confirmed alone (the others may hold the memory), unless the failed allocation
+    alone exceeds the whole card (the fault benchmark's 1 TiB ask: 12 s to its verdict, the pool drained for it)."""
+    from types import SimpleNamespace
+
+    from kernel_gym.judge.pool import beyond_the_device
+
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: SimpleNamespace(total_memory=80 * 2**30))
+    huge = "OutOfMemoryError: CUDA out of memory. Tried to allocate 1024.00 GiB. GPU 0 has a total capacity of 79 GiB"
+    fits = "OutOfMemoryError: CUDA out of memory. Tried to allocate 512.00 MiB. GPU 0 has a total capacity of 79 GiB"
+    assert beyond_the_device(huge, "cuda") and not beyond_the_device(fits, "cuda")
+    assert not beyond_the_device(huge, "cpu") and not beyond_the_device("killed", "cuda")
