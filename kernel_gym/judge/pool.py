@@ -19,6 +19,7 @@ import tempfile
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from pathlib import Path
 
 from kernel_gym.errors import SandboxError
@@ -217,7 +218,7 @@ class WorkerPool:
                         f"{ALONE_WAIT_S:g} s to confirm it; not a verdict on the solution:\n" + result.message))
             if result.outcome is Outcome.TIMEOUT and shared:
                 if (not timeout_reruns and not (cancel and cancel.reason)
-                        and self._stalls.beside(*window, calls_until=self._calls_until())):
+                        and self._stalls.beside(*window, in_flight=self._in_flight())):
                     timeout_reruns += 1
                     alone = True  # the verdict stands only if it times out with nothing else running
                     log.info("a timeout beside another job's fault: confirming it alone")
@@ -304,10 +305,15 @@ class WorkerPool:
                 self._idle.put(slot)
             self._leave(alone)
 
-    def _calls_until(self) -> float | None:
-        """The latest run deadline of the calls running now in any slot (None: no call running)."""
-        deadlines = [r.call_until for s in list(self._all) for r in (s.cand, s.ref) if r.call_until is not None]
-        return max(deadlines, default=None)
+    def _in_flight(self) -> Callable[[], float | None]:
+        """The calls running now in any slot; the returned function gives the latest run deadline of those of them
+        still running (None once none is)."""
+        running = [(r, r.calls) for s in list(self._all) for r in (s.cand, s.ref) if r.call_until is not None]
+
+        def latest() -> float | None:
+            deadlines = [r.call_until for r, n in running if r.calls == n and r.call_until is not None]
+            return max(deadlines, default=None)
+        return latest
 
     def _judged(self, slot: Slot, job: EvalJob, cancel: Cancel | None, token: int = -1) -> EvalResult:
         """The job judged on `slot` (judge/pipeline.py), with what the pool adds: the isolation of its runners, a

@@ -121,6 +121,7 @@ class RunnerProcess:
         self.budget: Any = None  # the job's Budget while a job uses this runner (judge/budget.py)
         self.stopped_s = 0.0  # time it spent stopped while another job was timed (never counted against it)
         self.call_until: float | None = None  # while a request runs outside compile segments: its run deadline
+        self.calls = 0  # requests sent so far (which call `call_until` belongs to)
         self.on_fault: Any = None  # called when a request of its ends in a timeout or its death (judge/stalls.py)
         if role == "candidate":
             _CANDIDATES.add(self)
@@ -220,6 +221,7 @@ class RunnerProcess:
         """The messages of one request up to its reply: the compile and run phases the runner tells (the run limit
         moves by each compile segment's length) and the load_inline builds it asks of the build service."""
         budget, since, builds = self.budget, 0.0, 0  # (since: when the current compile segment began)
+        self.calls += 1
         self.call_until = deadline
         reply, deadline = self._receive(deadline)
         run_deadline = deadline

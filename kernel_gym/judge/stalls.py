@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 SETTLE_S = 1.0  # a fault's own end may come just after the end of a call it stalled
 MAX_SETTLE_S = 30.0  # the longest wait for other jobs' calls in flight
@@ -33,13 +34,19 @@ class StallLog:
             self._ends = [(t, k) for t, k in self._ends if when - t < KEEP_S]
             self._ends.append((when, token))
 
-    def beside(self, token: int, since: float, until: float, calls_until: float | None = None) -> int:
-        """How many other jobs' runners faulted between `since` and the end of the wait: `until` + SETTLE_S, or
-        SETTLE_S after `calls_until` (the latest deadline of the calls other jobs had in flight), at most
-        MAX_SETTLE_S after `until`. Waits until then."""
-        end = min(max(until, calls_until or until) + SETTLE_S, until + MAX_SETTLE_S)
-        wait = end - time.monotonic()
-        if wait > 0:
-            time.sleep(wait)
-        with self._lock:
-            return sum(1 for t, k in self._ends if k != token and since <= t <= end)
+    def beside(self, token: int, since: float, until: float,
+               in_flight: Callable[[], float | None] = lambda: None) -> int:
+        """How many other jobs' runners faulted between `since` and the end of the wait. The wait lasts SETTLE_S
+        after `until`, and while `in_flight()` names a deadline (the latest of the calls other jobs had running at
+        `until` that are still running) until SETTLE_S after it; at most MAX_SETTLE_S after `until`."""
+        cap, end = until + MAX_SETTLE_S, until + SETTLE_S
+        while True:
+            deadline = in_flight()
+            if deadline is not None:  # (a call still running: wait for its end or its limit, and SETTLE_S more)
+                end = max(end, min(deadline + SETTLE_S, cap))
+            now = time.monotonic()
+            if now >= end or (deadline is None and now >= until + SETTLE_S):
+                break
+            time.sleep(min(0.05, end - now))
+        with self._lock:  # (up to now: a call that ended early is in the log, or was not a fault)
+            return sum(1 for t, k in self._ends if k != token and since <= t <= now)

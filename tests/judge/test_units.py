@@ -281,3 +281,31 @@ def test_an_allocation_larger_than_the_gpu_needs_no_oom_confirmation(monkeypatch
     fits = "OutOfMemoryError: CUDA out of memory. Tried to allocate 512.00 MiB. GPU 0 has a total capacity of 79 GiB"
     assert beyond_the_device(huge, "cuda") and not beyond_the_device(fits, "cuda")
     assert not beyond_the_device(huge, "cpu") and not beyond_the_device("killed", "cuda")
+
+
+def test_the_stall_log_waits_for_the_calls_in_flight_and_counts_only_other_jobs(monkeypatch):
+    """A timed-out job's window: from its start until the calls other jobs had in flight have ended (or SETTLE_S
+    after its own end, whichever is later). Its own fault never counts; a fault after the window does not."""
+    import threading
+    import time
+
+    from kernel_gym.judge import stalls
+
+    monkeypatch.setattr(stalls, "SETTLE_S", 0.2)
+    log = stalls.StallLog()
+    t0 = time.monotonic()
+    log.record(1, t0 + 0.05)  # the timed-out job's own fault
+    assert log.beside(1, t0, t0 + 0.1) == 0
+    running = {"deadline": time.monotonic() + 0.6}  # another job's call, still running, whose runner then faults
+
+    def fault_later():
+        time.sleep(0.4)
+        log.record(2)
+        running["deadline"] = None
+    threading.Thread(target=fault_later).start()
+    now = time.monotonic()
+    assert log.beside(1, t0, now, in_flight=lambda: running["deadline"]) == 1
+    later = stalls.StallLog()
+    threading.Thread(target=lambda: (time.sleep(0.6), later.record(2))).start()
+    now = time.monotonic()
+    assert later.beside(1, now - 0.1, now) == 0  # (nothing in flight: the window closed at SETTLE_S)
