@@ -18,6 +18,13 @@
 # - NeMo Gym's package the same way (`--no-deps --ignore-requires-python`: nemo-gym 0.7.0 declares Python >=3.13.14
 #   and pins openai==2.44.0, ray[default], mlflow, ...), plus the four packages its server modules import that
 #   nothing else here brings: enough for kernel_gym.integrations.nemo_gym and its tests (docs/trainers.md).
+#
+# Opt-in: KERNEL_GYM_SKYRL=1 also makes .venv-skyrl (scripts/skyrl_python.sh), the Python >= 3.12 environment in
+# which tests/integrations/test_skyrl_loop.py runs SkyRL's own rollout code (skyrl 0.4.0 needs 3.12; .venv may be
+# older). Where no Python >= 3.12 is on PATH it builds CPython 3.13 from source (about 1 minute on 2 cores, plus
+# about 1 minute of packages). CI sets it; without it that one test skips.
+#
+#   KERNEL_GYM_SKYRL=1 bash scripts/install.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,4 +52,7 @@ NEMO_GYM_VERSION=0.7.0  # kernel_gym.integrations.nemo_gym builds on its Gymnasi
 echo "note: OpenRLHF and verl are installed without their GPU stacks (vLLM, DeepSpeed, flash-attn): enough for their" \
   "adapters and tests; so is nemo-gym (its Python floor and pins); \`pip check\` lists those pins as missing, as" \
   "expected (docs/openrlhf.md, docs/trainers.md)"
+if [ "${KERNEL_GYM_SKYRL:-0}" = 1 ]; then
+  bash scripts/skyrl_python.sh
+fi
 echo "kernel-gym installed in .venv ($(.venv/bin/kernel-gym --version)); run .venv/bin/kernel-gym demo"

@@ -1,7 +1,8 @@
 """The SkyRL adapter against skyrl-gym 0.4.0: the env is made by skyrl_gym's own registry (`skyrl_gym.make`) with
 the config section and row extras SkyRL's generator hands it, and played the way `SkyRLGymGenerator.agent_loop`
-plays an env (init with the row's prompt, step per response until done, metrics, close). The generator itself
-(package `skyrl` 0.4.0) needs Python >= 3.12 (its pydantic models use `typing.TypedDict`), so it is not run here.
+plays an env (init with the row's prompt, step per response until done, metrics, close), in this interpreter. The
+generator itself (package `skyrl` 0.4.0) needs Python >= 3.12 (its pydantic models use `typing.TypedDict`): it runs
+the whole episode in test_skyrl_loop.py, in .venv-skyrl (scripts/skyrl_python.sh).
 """
 
 from __future__ import annotations
