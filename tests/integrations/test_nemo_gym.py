@@ -5,11 +5,11 @@ through NeMo Gym's own `ServerClient`."""
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 
 import pytest
+from serving import free_port  # (tests/serving.py)
 
 pytest.importorskip("resources_servers.gymnasium", reason="nemo-gym is not installed (scripts/install.sh adds it)")
 
@@ -25,12 +25,6 @@ from kernel_gym.integrations.nemo_gym import KernelGymResourcesServer, KernelGym
 from kernel_gym.rewards import aggregate  # noqa: E402
 
 NO_CODE = "A fused kernel would help, but I forgot the code."
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class _Served:
@@ -74,7 +68,7 @@ def nemo_gym_stack(evaluator, monkeypatch):
     agent's event loop is new)."""
     from nemo_gym import global_config, server_utils
 
-    ports = {name: _free_port() for name in ("env", "model", "agent")}
+    ports = {name: free_port() for name in ("env", "model", "agent")}
     config = OmegaConf.create({
         "kernel_gym_env": {"resources_servers": {"kernel_gym": {"host": "127.0.0.1", "port": ports["env"]}}},
         "policy_model": {"responses_api_models": {"scripted": {"host": "127.0.0.1", "port": ports["model"]}}},
@@ -82,7 +76,7 @@ def nemo_gym_stack(evaluator, monkeypatch):
     monkeypatch.setenv(global_config.NEMO_GYM_CONFIG_DICT_ENV_VAR_NAME, OmegaConf.to_yaml(config))
     monkeypatch.setattr(global_config, "_GLOBAL_CONFIG_DICT", None)
     monkeypatch.setattr(server_utils, "_GLOBAL_AIOHTTP_CLIENT", None)
-    client = ServerClient(head_server_config=BaseServerConfig(host="127.0.0.1", port=_free_port()),
+    client = ServerClient(head_server_config=BaseServerConfig(host="127.0.0.1", port=free_port()),
                           global_config_dict=config)
     settings = {"device": "cpu", "score": "correctness"}
     env_server = KernelGymResourcesServer(

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import subprocess
 import sys
 import threading
 import time
 
 import pytest
+from serving import free_port  # (tests/serving.py)
 
 pytest.importorskip("openenv.core", reason="openenv-core is not installed (pip install 'kernel-gym[openenv]')")
 
@@ -28,17 +28,11 @@ from kernel_gym.rewards import aggregate  # noqa: E402
 NO_CODE = "I would fuse the loads, but there is no code block here."
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class _Server:
     """uvicorn serving an app on 127.0.0.1 in a thread of this process."""
 
     def __init__(self, app):
-        self.port = _free_port()
+        self.port = free_port()
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
@@ -136,7 +130,7 @@ def test_the_token_guards_http_and_websocket(evaluator):
 
 @pytest.mark.timeout(300)
 def test_kernel_gym_serve_protocol_openenv(repo_root):
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     cmd = [sys.executable, "-m", "kernel_gym.cli", "serve", "--protocol", "openenv", "--device", "cpu", "--port",
            str(port), "--env-kwargs", '{"task": "level1/relu", "max_turns": 3}', "--log-level", "warning"]

@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
-import threading
-import time
 
 import pytest
+from serving import served  # (tests/serving.py)
 
 from kernel_gym.rewards import aggregate
 
@@ -40,23 +38,10 @@ def skyrl_python(repo_root):
 def served_evaluator(evaluator):
     """`kernel-gym serve`'s app over the session's evaluator, on a real uvicorn server (a thread), a free port."""
     pytest.importorskip("fastapi")
-    import uvicorn
-
     from kernel_gym.service.app import create_app
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(evaluator), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert server.started, "uvicorn did not start"
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    with served(create_app(evaluator)) as url:
+        yield url
 
 
 def skyrl_episode(python, repo_root, url, responses):
