@@ -175,7 +175,7 @@ class WorkerPool:
         self._alone_running = False
         self.gpu_fault: str | None = None  # why the GPU failed the probe after a runner ended (None: usable)
         self.context_stuck = False  # the judge's own GPU context is unusable (judge/clock.py ContextStuck)
-        self._stalls = StallLog()  # when jobs ended in a timeout or a crash (one may have stalled the others)
+        self._stalls = StallLog()  # when candidate runners timed out or died (one may have stalled the others)
         for i in range(size):
             slot = Slot(device, self.gpus[i % len(self.gpus)], memory_limit_gb)
             self._all.append(slot)

@@ -101,10 +101,11 @@ class Slot:
 
     def after_job(self, result: EvalResult | None) -> bool:
         """End the job in both runners. Under the "never" reuse policy the candidate's runner is replaced after every
-        job. Under "clean" it serves the next job only when nothing about this one is suspect: a correct or mismatching verdict; no thread, process or harness change left behind and no
-        process-wide change the runner could not put back (a module planted in sys.modules, which the next job's
-        solution would meet) (its own report); no more native threads than after its previous job (the judge's own
-        count); and fewer than MAX_JOBS_PER_RUNNER jobs. Otherwise it is replaced now (the next one starts while the
+        job. Under "clean" it serves the next job only when nothing about this one is suspect: a correct or
+        mismatching verdict; no thread, process or harness change left behind and no process-wide change the runner
+        could not put back (a module planted in sys.modules, which the next job's solution would meet) (its own
+        report); no more native threads than after its previous job (the judge's own count); and fewer than
+        MAX_JOBS_PER_RUNNER jobs. Otherwise it is replaced now (the next one starts while the
         caller goes on). Returns True when it was replaced."""
         self._end(self.ref)
         if self.reuse == "never":

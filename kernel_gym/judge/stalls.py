@@ -1,4 +1,4 @@
-"""When one job's fault can stall the others: the pool's log of the calls that ended in a timeout or a crash.
+"""When one job's fault can stall the others: the pool's log of when candidate runners timed out or died.
 
 On an H100, a kernel that executes `__trap()` stalls every other process's work on the GPU until its own runner is
 killed at its limit: in the 20 % fault run of `benchmarks/bench_faults.py` (2026-12-07), two genuine kernels whose
@@ -22,7 +22,7 @@ KEEP_S = 900.0  # how long a fault is remembered (longer than any job)
 
 
 class StallLog:
-    """Thread-safe times of the faulty ends (timeout, crash) of a pool's jobs, each with the job's token."""
+    """Thread-safe times at which a pool's candidate runners timed out or died, each with its job's token."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
