@@ -344,7 +344,8 @@ class WorkerPool:
                                 message=f"the judge ended this job: {cancel.reason}", stage_ms=result.stage_ms)
         if replaced and result.outcome not in (Outcome.CORRECT, Outcome.MISMATCH):
             result = result.replace(worker_recycled=True)  # this job's doing: say so
-        result = result.replace(isolation=isolation.for_job(cand, ref))  # what confined its runners
+        record = isolation.for_job(cand, ref)  # what confined its runners, and whether its runner serves others
+        result = result.replace(isolation={**record, "runner_reuse": slot.reuse} if record else record)
         if run.context_stuck:  # its verdict stands (a timeout); no later job can use this process's GPU context
             self.gpu_fault, self.context_stuck = "a timed call's wait never ended: the judge's GPU context is stuck", True
             log.critical("judge: %s (the shared judge exits so that its clients start another)", self.gpu_fault)

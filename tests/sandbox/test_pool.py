@@ -367,6 +367,7 @@ def test_what_a_job_leaves_where_no_report_looks_reaches_no_other_job(solution, 
     try:
         first = pool.evaluate(make_job(plants))
         assert first.outcome is Outcome.CORRECT, first.message  # its own job is genuine
+        assert first.isolation["runner_reuse"] == policy, first.isolation  # (info["isolation"] says which)
         second = pool.evaluate(make_job(harmed))
     finally:
         pool.close()
