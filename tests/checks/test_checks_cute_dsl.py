@@ -5,11 +5,11 @@ built to a cubin; never run)."""
 
 from __future__ import annotations
 
-import importlib.util
 import pathlib
 import textwrap
 
 import pytest
+from cute_solutions import compile_solution  # (tests/cute_solutions.py)
 
 from kernel_gym.actions import detect_backend, parse_action
 from kernel_gym.checks import run_static_checks
@@ -173,23 +173,6 @@ def test_the_solutions_compile_for_sm90_on_the_cpu(name, monkeypatch, tmp_path):
     pytest.importorskip("cutlass.cute")
     monkeypatch.setenv("CUTE_DSL_ARCH", "sm_90a")
     monkeypatch.setenv("CUTE_DSL_CACHE_DIR", str(tmp_path))
-    import cuda.bindings.driver as cuda
-    import cutlass.cute as cute
-    import torch
-    from cutlass.cute.runtime import from_dlpack
-
-    spec = importlib.util.spec_from_file_location(f"cute_{name.replace('/', '_')}", CUTE / "solutions" / name)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    if "matmul" in name:
-        a, b, c = torch.randn(50, 37).bfloat16(), torch.randn(37, 45).bfloat16(), torch.empty(50, 45).bfloat16()
-        args, fn = (from_dlpack(a), from_dlpack(b), from_dlpack(c), 50, 45, 37), mod.gemm
-    elif "sum" in name:
-        x, y = torch.randn(3 * 77 * 45), torch.empty(3 * 45)
-        args, fn = (from_dlpack(x), from_dlpack(y), 3 * 45, 77, 45), mod.column_sum
-    else:
-        x = torch.randn(1001)
-        args, fn = (from_dlpack(x), from_dlpack(torch.empty_like(x)), 1001), getattr(mod, "relu", None) or mod.copy
-    compiled = cute.compile(fn, *args, cuda.CUstream(0))
+    compiled = compile_solution(CUTE / "solutions" / name)
     names = list(compiled.kernel_info)  # the GPU kernel names the profiler's own-kernel share matches
     assert len(names) == 1 and names[0].startswith("kernel_cutlass_")

@@ -10,6 +10,7 @@ import os
 import pathlib
 
 import pytest
+from cute_solutions import compile_solution  # (tests/cute_solutions.py)
 
 from kernel_gym.harness import dsl_launches
 from kernel_gym.signals import collect
@@ -95,22 +96,7 @@ CUTE = {"level1_relu.py": (256, 0), "level1_sum_reduce.py": (256, 0),
 
 
 def _cute_compiled(name: str):
-    import cuda.bindings.driver as cuda
-    import cutlass.cute as cute
-    import torch
-    from cutlass.cute.runtime import from_dlpack
-
-    mod = _load(TESTS / "cute_dsl" / "solutions" / name)
-    if "matmul" in name:
-        a, b, c = torch.randn(50, 37).bfloat16(), torch.randn(37, 45).bfloat16(), torch.empty(50, 45).bfloat16()
-        args, fn = (from_dlpack(a), from_dlpack(b), from_dlpack(c), 50, 45, 37), mod.gemm
-    elif "sum" in name:
-        x, y = torch.randn(3 * 77 * 45), torch.empty(3 * 45)
-        args, fn = (from_dlpack(x), from_dlpack(y), 3 * 45, 77, 45), mod.column_sum
-    else:
-        x = torch.randn(1001)
-        args, fn = (from_dlpack(x), from_dlpack(torch.empty_like(x)), 1001), mod.relu
-    return cute.compile(fn, *args, cuda.CUstream(0))
+    return compile_solution(TESTS / "cute_dsl" / "solutions" / name)
 
 
 @pytest.mark.parametrize("name", sorted(CUTE))
