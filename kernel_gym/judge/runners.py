@@ -367,17 +367,17 @@ class RunnerProcess:
         self.channel.close()
         shutil.rmtree(self.root, ignore_errors=True)
         if self.proc.poll() is not None:  # dead: nothing of it maps the judge's memory any more
-            self.retire_shared(dead=True)
+            self.retire_shared()
             if self.flag is not None:  # (its memory stays with this object: a stuck call's end is released there)
-                self.flag.release_count(runner_dead=True)
+                self.flag.release_count()
 
     def share(self, arena: Any) -> None:
         """`arena` is mapped by this runner from now on (its memory stays until `retire_shared`)."""
         if self.device == "cuda":
             self.shared.append(arena)
 
-    def retire_shared(self, dead: bool) -> None:
-        """The job's arenas go: the runner ended its job (`end` let go of its views) or is `dead`."""
+    def retire_shared(self) -> None:
+        """The job's arenas go: the runner ended its job (`end` let go of its views) or is dead."""
         shared, self.shared = self.shared, []
         for arena in shared:
-            arena.retire(runner_dead=dead)
+            arena.retire()

@@ -134,7 +134,7 @@ class Slot:
         except Exception:  # noqa: BLE001 - a runner that cannot end a job is replaced
             runner.kill()
             return None
-        runner.retire_shared(dead=False)  # (it let go of the job's buffers: torch's count frees them)
+        runner.retire_shared()  # (it let go of the job's buffers; the judge releases torch's count of them)
         if strays:  # processes a candidate's job started, killed by the judge, who sees every process (a runner
             # under `landlock_proc` cannot read other processes' /proc to find its own; it is their subreaper, so
             # orphans count). The reference's runner, unconfined there, kills its own.

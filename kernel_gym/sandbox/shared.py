@@ -174,21 +174,21 @@ class Arena:
             os.close(self._fd)
             self._fd = None
 
-    def retire(self, runner_dead: bool) -> None:
+    def retire(self) -> None:
         """The runner it was shared with no longer maps it: it ended its job (it let go of its views) or it is dead.
         Either way torch's IPC count of the share is released here, by the judge (`release_count`), then the
         memory goes."""
-        self.release_count(runner_dead)
+        self.release_count()
         self.close()
 
-    def release_count(self, runner_dead: bool) -> None:
+    def release_count(self) -> None:
         """Release torch's IPC count of the runner's share, without freeing anything (the memory stays with this
         object until `close`). torch counts a share until the consumer's views are freed, and the consumer's
         release writes a reference-counter file of the judge's, `/dev/shm/torch_*`, mode 0600: a runner under a uid
         of its own (the default as root) cannot open it, and a dead runner released nothing. Before this, every
         buffer the judge shared stayed in torch's IPC limbo for as long as the judge ran (an H100's judge held
-        69 GiB after two dozen jobs). So the judge releases the count itself, whether the runner ended its job or is
-        dead (`runner_dead`, kept for the caller's log); where the runner could release its own (same uid), the
+        69 GiB after 15 GPU tests). So the judge releases the count itself, whether the runner ended its job or is
+        dead; where the runner could release its own (same uid), the
         count goes below 0, which torch treats as released (its limbo keeps a block only while the count is > 0),
         and a counter's slot is never handed to a later share (torch takes the next offset of its file)."""
         if self._counter is not None:

@@ -47,8 +47,7 @@ def test_cpu_arena_is_shared_memory():
     arena.close()
 
 
-@pytest.mark.parametrize("runner_dead", [False, True])
-def test_the_judge_releases_torchs_ipc_count_of_every_share_it_retires(monkeypatch, runner_dead):
+def test_the_judge_releases_torchs_ipc_count_of_every_share_it_retires(monkeypatch):
     """torch counts a cuda share until its consumer frees its views, and the consumer's release writes a counter
     file only the judge's uid may open: a runner under a uid of its own (or a dead one) never releases it, and torch
     then keeps the buffer for as long as the judge runs. The judge releases the count itself when it retires the
@@ -58,9 +57,9 @@ def test_the_judge_releases_torchs_ipc_count_of_every_share_it_retires(monkeypat
                         lambda *args, device=None: released.append((args, device)), raising=False)
     arena = Arena([Spec((4,), "float32")], torch.device("cpu"))
     arena._counter = (b"/torch_1_2_3", 7)  # noqa: SLF001 - as Arena.descriptor sets it for a cuda share
-    arena.retire(runner_dead=runner_dead)
+    arena.retire()
     assert released == [((b"/torch_1_2_3", 7), torch.device("cpu"))] and arena.base is None
-    arena.retire(runner_dead=runner_dead)  # (once only: a count is released once)
+    arena.retire()  # (once only: a count is released once)
     assert len(released) == 1
 
 
