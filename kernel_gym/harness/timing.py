@@ -1,8 +1,8 @@
 """Timers used for both candidate and reference, so the two are always measured by the same method.
 
 On cuda: a start event, the call, a *whole-device* synchronize, then the end event. Work hidden on a side
-stream or in another thread's launches is inside the interval, and the host clock is read around the same
-interval as a cross-check on the events. With the launch gate (the default), a short GPU-side wait is queued
+stream or in another thread's launches is inside the interval (the host clock is read around the same interval
+too: `Sample.host_ms`). With the launch gate (the default), a short GPU-side wait is queued
 before the start event, so the call's launches are queued while the GPU waits and the interval holds the GPU work,
 not the host's launch latency (which differs from host to host); torch's pooled side streams are made to wait for
 the gate too, and streams created blocking wait for it by CUDA's legacy default-stream rule. On cpu: the host
@@ -217,21 +217,6 @@ def median_rel_se(xs: list[float]) -> float:
         return float("inf")
     mad = statistics.median([abs(x - m) for x in xs])
     return 1.2533 * 1.4826 * mad / (len(xs) ** 0.5) / m
-
-
-def timer_disagrees(samples: list[Sample], slack_ms: float = 0.05) -> bool:
-    """True when the timer reads far less than the host clock over the same intervals.
-
-    Both are taken around the same device-synchronized interval, so they agree to within launch slack
-    unless the timer (or what it reads) was tampered with. With a launch gate the host clock is read less the
-    gate's nominal length, and a quarter of the gate is added to the slack (the gate's true length follows the
-    GPU clock)."""
-    if not samples:
-        return False
-    t = median([s.ms for s in samples])
-    h = median([s.host_ms for s in samples])
-    g = median([s.gate_ms for s in samples])
-    return t < 0.5 * h - slack_ms - 0.25 * g
 
 
 def c_reference_signals(ref_model: Any, runtime_ms: float) -> dict[str, float]:

@@ -35,7 +35,9 @@ def _job(path, task_id: str):
 
 @pytest.fixture(scope="module")
 def verdicts():
-    """(file name, task) -> (with static rules, static rules bypassed), all evaluated concurrently on one cuda pool."""
+    """(file name, task) -> (with static rules, static rules bypassed), all evaluated concurrently on one cuda pool:
+    the static rules run before the evaluator (`evaluate_job`), which alone judges only what executes."""
+    from kernel_gym.eval.evaluator import evaluate_job
     from kernel_gym.judge.local import LocalEvaluator
 
     cases = {(p.name, t): p for p, t, *_ in PATTERNS}
@@ -44,8 +46,8 @@ def verdicts():
     ev.start()
     try:
         with ThreadPoolExecutor(max_workers=4) as pool:
-            full = {k: pool.submit(ev.evaluate, _job(p, k[1])) for k, p in cases.items()}
-            bare = {k: pool.submit(ev.pool.evaluate, _job(p, k[1])) for k, p in cases.items()}
+            full = {k: pool.submit(evaluate_job, _job(p, k[1]), ev) for k, p in cases.items()}
+            bare = {k: pool.submit(ev.evaluate, _job(p, k[1])) for k, p in cases.items()}
             out = {k: (full[k].result(), bare[k].result()) for k in cases}
     finally:
         ev.close()

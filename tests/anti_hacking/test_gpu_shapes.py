@@ -54,7 +54,9 @@ def _job(name: str, task_id: str):
 
 @pytest.fixture(scope="module")
 def verdicts():
-    """name -> (EvalResult with static rules, EvalResult with them bypassed or None), all evaluated concurrently."""
+    """name -> (EvalResult with static rules, EvalResult with them bypassed or None), all evaluated concurrently
+    (the static rules run before the evaluator: `evaluate_job`)."""
+    from kernel_gym.eval.evaluator import evaluate_job
     from kernel_gym.judge.local import LocalEvaluator
 
     ev = LocalEvaluator("cuda", workers=8)
@@ -66,8 +68,8 @@ def verdicts():
         cases = {}
     try:
         with ThreadPoolExecutor(max_workers=8) as pool:
-            full = {n: pool.submit(ev.evaluate, _job(n, t)) for n, t in cases.items()}
-            bypass = {n: pool.submit(ev.pool.evaluate, _job(n, t)) for n, t in attacks.items()}
+            full = {n: pool.submit(evaluate_job, _job(n, t), ev) for n, t in cases.items()}
+            bypass = {n: pool.submit(ev.evaluate, _job(n, t)) for n, t in attacks.items()}
             out = {n: f.result() for n, f in full.items()} | {n: f.result() for n, f in bypass.items()}
     finally:
         ev.close()
