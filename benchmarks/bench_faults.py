@@ -50,6 +50,7 @@ for kind, task_id, path, seed in plan:  # one at a time per client, as an env st
                       "message": r.message[:300] if r.outcome.value != "correct" else "",
                       "queue_wait_ms": r.stage_ms.get("judge_queue_wait"), "gpu_wait_ms": r.stage_ms.get("gpu_lock_wait"),
                       "alone_wait_ms": r.stage_ms.get("alone_wait"),
+                      "stage_ms": r.stage_ms if r.outcome.value != "correct" else {{}},
                       "not_exclusive": r.signals.get("timing_not_exclusive", 0.0)}}), flush=True)
 ev.close()
 """
@@ -77,8 +78,31 @@ def fault_plan(rate: float, clients: int, jobs: int, seed: int = 0) -> dict[int,
     return plan
 
 
+def judge_pid(device: str) -> int | None:
+    """The pid of the machine's judge for `device` now (None when none answers)."""
+    from kernel_gym.judge.client import JudgeClient
+
+    try:
+        client = JudgeClient.for_device(device)
+        try:
+            return client.status().get("pid")
+        finally:
+            client.close()
+    except Exception:  # noqa: BLE001 - reported as None
+        return None
+
+
+def judge_starts() -> list[str]:
+    """Every judge start logged so far in this run's judge folder (one line each: when, and the pid)."""
+    folder = Path(os.environ["KERNEL_GYM_JUDGE_DIR"])
+    return [line for log in sorted(folder.glob("*.log")) for line in log.read_text(errors="replace").splitlines()
+            if " judge on " in line]
+
+
 def run_rate(rate: float, clients: int, jobs: int, device: str) -> dict:
     faults = fault_plan(rate, clients, jobs)
+    pid_before = judge_pid(device)  # (starts the judge if none runs: that start is no restart)
+    starts_before = len(judge_starts())
     folder = Path(tempfile.mkdtemp(prefix=f"faults_{rate}_"))
     script = CLIENT.format(root=str(ROOT))
     procs = []
@@ -103,7 +127,12 @@ def run_rate(rate: float, clients: int, jobs: int, device: str) -> dict:
     wall = time.perf_counter() - t0
     rows = [json.loads(line) for f in sorted(folder.glob("client_*.jsonl")) for line in f.read_text().splitlines()
             if line.startswith("{")]
-    return {**summarize(rate, rows, wall), "interrupted": interrupted, "after": after_run(device)}
+    after = after_run(device)
+    # a judge that died mid-run (its clients start another) costs every job it was running: must be 0
+    restarts = judge_starts()[starts_before:]
+    return {**summarize(rate, rows, wall), "interrupted": interrupted, "after": after,
+            "judge_restarts": len(restarts), "judge_pids": [pid_before, after.get("status", {}).get("pid")],
+            "judge_starts": restarts}
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -143,7 +172,7 @@ def after_run(device: str) -> dict:
         client = JudgeClient.for_device(device)
         status = client.status()
         client.close()
-        out["status"] = {k: status.get(k) for k in ("running", "running_jobs", "queued", "overdue", "cancelled",
+        out["status"] = {k: status.get(k) for k in ("pid", "running", "running_jobs", "queued", "overdue", "cancelled",
                                                       "gpu_fault", "done", "ready_slots", "slots")}
         held = set(status.get("runner_pids") or [])
     except Exception as e:  # noqa: BLE001 - reported, never fatal
@@ -163,15 +192,16 @@ def after_run(device: str) -> dict:
 
 def report(results: list[dict]) -> None:
     base = next((r for r in results if r["rate"] == 0), None)
-    print("\n| fault rate | jobs | genuine correct | genuine/s (x 0 %) | p50 s | p99 s (x 0 %) | worst CV | unexclusive |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("\n| fault rate | jobs | genuine correct | genuine/s (x 0 %) | p50 s | p99 s (x 0 %) | worst CV | unexclusive "
+          "| judge restarts |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in results:
         thr = r["genuine_per_s"] / base["genuine_per_s"] if base and base["genuine_per_s"] else float("nan")
         b99 = base["genuine_latency_s"]["p99"] if base else 0.0
         p99 = r["genuine_latency_s"]["p99"] / b99 if b99 else float("nan")
         print(f"| {100 * r['rate']:.0f} % | {r['jobs']} | {r['genuine_outcomes'].get('correct', 0)}/{r['genuine']} | "
               f"{r['genuine_per_s']:.3f} ({thr:.2f}x) | {r['genuine_latency_s']['p50']:.1f} | "
-              f"{r['genuine_latency_s']['p99']:.1f} ({p99:.2f}x) | {100 * r['worst_cv']:.2f} % | {r['not_exclusive']} |")
+              f"{r['genuine_latency_s']['p99']:.1f} ({p99:.2f}x) | {100 * r['worst_cv']:.2f} % | {r['not_exclusive']} | {r.get('judge_restarts', '?')} |")
     print("\n| fault | verdicts | time to verdict (s): each |")
     print("|---|---|---|")
     kinds: dict[str, list[dict]] = {}
@@ -217,8 +247,13 @@ def main() -> None:
     finally:
         from kernel_gym.judge.client import stop_judge
 
-        for path in Path(os.environ["KERNEL_GYM_JUDGE_DIR"]).glob("*.sock"):
+        folder = Path(os.environ["KERNEL_GYM_JUDGE_DIR"])
+        for path in folder.glob("*.sock"):
             print(f"stopping the judge at {path.name}: {stop_judge(path)}", flush=True)
+        if args.out:  # the judges' own logs (starts, exits, a fatal signal's stacks: kernel_gym.judge.server)
+            args.out.mkdir(parents=True, exist_ok=True)
+            for log in folder.glob("*.log"):
+                (args.out / log.name).write_bytes(log.read_bytes()[-4_000_000:])
     report(results)
 
 

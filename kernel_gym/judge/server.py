@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import faulthandler
 import json
 import logging
 import os
@@ -176,7 +177,8 @@ class JudgeServer:
         for i in range(self.slots):
             threading.Thread(target=self._dispatch, daemon=True, name=f"judge-slot-{i}").start()
         threading.Thread(target=self._watchdog, daemon=True, name="judge-watchdog").start()
-        log.info("judge on %s (%s, %d slots) at %s", self.device, self.gpu, self.slots, self.socket_path)
+        log.info("judge on %s (%s, %d slots) at %s, pid %d", self.device, self.gpu, self.slots, self.socket_path,
+                 os.getpid())
         try:
             while not self.stopping.is_set():
                 try:
@@ -388,6 +390,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--memory-limit-gb", type=float, default=None)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    faulthandler.enable()  # a judge killed by a fatal signal leaves its threads' stacks in its log
     JudgeServer(args.device, args.gpu, args.slots, args.socket, args.idle_exit_s, args.memory_limit_gb).serve_forever()
 
 
