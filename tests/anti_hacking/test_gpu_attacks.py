@@ -37,6 +37,26 @@ def run(pool, code: str, task: str = "level1/relu", **config):
     return pool.evaluate(make_job(code, task, device="cuda", **config))
 
 
+@pytest.fixture(scope="module")
+def verdicts():
+    """The verdicts the tests below only read (attacks caught, genuine solutions accepted), judged concurrently on
+    one cuda pool of 8 slots (timing stays exclusive: the pool's GPU lock): (kind, name) -> EvalResult."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from kernel_gym.judge.pool import WorkerPool
+
+    jobs = {("attack", n): (attack(n), "level1/relu", config) for n, (_, config) in GPU_ATTACKS.items()}
+    jobs |= {("project", p.name): (p.read_text(), p.stem.replace("_", "/", 1), {"checks": "strict"}) for p in PROJECT}
+    jobs |= {("genuine", n): ((GENUINE / n).read_text(), t, {"checks": preset}) for n, (t, preset) in GENUINE_GPU.items()}
+    pool = WorkerPool("cuda", 8)
+    try:
+        with ThreadPoolExecutor(max_workers=8) as threads:
+            futures = {k: threads.submit(run, pool, code, task, **config) for k, (code, task, config) in jobs.items()}
+            return {k: f.result() for k, f in futures.items()}
+    finally:
+        pool.close()
+
+
 def attack(name: str) -> str:
     return (ATTACKS / name).read_text()
 
@@ -49,9 +69,9 @@ def nonblocking_raw_stream(from_call: int = 0) -> str:
 
 
 @pytest.mark.parametrize("name", sorted(GPU_ATTACKS), ids=lambda n: n[:-3])
-def test_gpu_attack_caught(cuda_pool, name):
-    wanted, config = GPU_ATTACKS[name]
-    result = run(cuda_pool, attack(name), **config)
+def test_gpu_attack_caught(verdicts, name):
+    wanted, _ = GPU_ATTACKS[name]
+    result = verdicts["attack", name]
     where = f"{name} on cuda: {result.outcome.value} {result.hacks} {result.message[:400]}"
     assert not result.correct, where
     assert result.outcome is Outcome.REJECTED, where
@@ -127,18 +147,16 @@ GENUINE_GPU = {
 
 
 @pytest.mark.parametrize("path", PROJECT, ids=lambda p: p.stem)
-def test_gpu_project_solution_accepted(cuda_pool, path):
-    task = path.stem.replace("_", "/", 1)
-    result = run(cuda_pool, path.read_text(), task, checks="strict")
+def test_gpu_project_solution_accepted(verdicts, path):
+    result = verdicts["project", path.name]
     assert result.outcome is Outcome.CORRECT and not result.hacks, f"{path.name}: {result.hacks} {result.message[:400]}"
     assert "ungated_stream_kernels" not in result.signals, result.signals  # no stream false positive: gated timing
     assert result.timing.method == "judge_cuda_events+gate", result.timing
 
 
 @pytest.mark.parametrize("name", sorted(GENUINE_GPU), ids=lambda n: n[:-3])
-def test_gpu_genuine_accepted(cuda_pool, name):
-    task, preset = GENUINE_GPU[name]
-    result = run(cuda_pool, (GENUINE / name).read_text(), task, checks=preset)
+def test_gpu_genuine_accepted(verdicts, name):
+    result = verdicts["genuine", name]
     assert result.outcome is Outcome.CORRECT and not result.hacks, f"{name}: {result.hacks} {result.message[:400]}"
 
 
