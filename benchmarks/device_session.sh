@@ -3,16 +3,20 @@
 # refused starts cost 1-3 min each: put the #35-#38 work first). Every call carries [".whl_parts/<n>"] alone
 # (`bash benchmarks/carry_parts.sh split`: 4 parts of <= 56 MiB) and runs `bash benchmarks/device_session.sh STAGES`
 # (timeout_s 600), back to back: joined parts and /tmp/site live only while the machine is held.
-#   (a) part 1 (base wheels whole)  #35/#36: JOBS=8 GPU_TESTS="tests/gpu/test_faults_gpu.py tests/gpu/test_judge_gpu.py
-#       tests/gpu/test_confine_gpu.py tests/anti_hacking/test_gpu_attacks.py" ... gpu-tests:200 faults:340
-#       probe-threads:30 -- the stall confirmation (judge/stalls.py) at 20 % faults, the fork server's preload
-#   (b) part 1 again if (a) went cold, else any part  #37/#38: gpu-rest:330 uid-tests:80 confine-proc:90
-#       (gpu-rest returns oracle.json, policy.json for RESULTS; the full `pytest -m gpu` with (a), (c), (d))
-#   (c) part 3  #39: DSL_TESTS="tests/gpu/test_helion_gpu.py tests/gpu/test_cute_dsl_gpu.py"
-#       BACKENDS="triton cuda helion cute_dsl" ... dsl-tests:150 backends:300  (needs part 2 joined first)
+#   (a) part 1  #35-#38, what the 2026-12-07e session did not reach or found the tests wrong in:
+#       GPU_TESTS="tests/anti_hacking/test_gpu_attacks.py tests/judge/test_gpu_oracle.py tests/signals/test_gpu_signals.py
+#       tests/anti_hacking/test_gpu_library_policy.py tests/gpu/test_launch_gate.py
+#       tests/gpu/test_judge_gpu.py::test_a_killed_runners_buffers_go_back" RATES="0 0.2" JOBS=4 ...
+#       gpu-tests:330 faults:240  (faults: "judge restarts" must be 0; the judge's log comes back in faults/)
+#   (b) part 1 again if (a) went cold  #36's timing goals with runners under their own uid, the rest of pytest -m gpu:
+#       GPU_TESTS="tests/anti_hacking/test_gpu_shapes.py tests/gpu/test_gpu_env.py tests/gpu/test_helion_gpu.py
+#       tests/helion" ... clients:150 judge-agreement:150 gpu-tests:220 forkserver-cuda:60
+#   (c) part 2, then part 3  #39: DSL_TESTS=tests/gpu/test_cute_dsl_gpu.py BACKENDS="triton cuda helion cute_dsl" ...
+#       dsl-tests:120 backends:300
 #   (d) part 4 (tilelang whole)  DSL_TESTS=tests/gpu/test_tilelang_gpu.py BACKENDS=tilelang ... dsl-tests:90
 #       backends:90 level3:180 (#40: solutions, then eager, then torch.compile baselines)
-#   Then, if minutes are left: KERNEL_GYM_FORKSERVER=1 KERNEL_GYM_RUNNER_REUSE=never forkserver-cuda, and memory:120.
+#   Stage bounds: gpu-tests at ~10 s a test run one by one; faults at JOBS=4 ~60 s (0 %) and ~100 s (20 %) a rate;
+#   JOBS=8 doubles them.
 #   Read each reply's session.log: "parts: ..." lines say what is whole; a stage cut by its bound says so in its
 #   "=== stage rc=124" line.
 #
