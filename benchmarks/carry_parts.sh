@@ -7,9 +7,10 @@
 #
 # split: downloads, for the device's CPython 3.12 on x86-64 (manylinux), the wheels it lacks in three groups, pinned
 # as pyproject.toml pins them: 1-base (what prepare_wheels.sh fetches: gymnasium and its two dependencies, the
-# nvidia-cutlass C++ headers, helion and its imports), 2-cute_dsl (nvidia-cutlass-dsl and its libs-base, libs-core,
-# libs-cu12: 92 MB alone), 3-tilelang (tilelang, z3-solver, apache-tvm-ffi, torch-c-dlpack-ext, at the versions
-# verified here) into .whl_parts/download/, then cuts their bytes, in that order, into .whl_parts/1/, 2/, ... of at most
+# nvidia-cutlass C++ headers, helion and its imports; helion at DEVICE_HELION below, not pyproject's pin, for the
+# device's torch 2.11), 2-cute_dsl (nvidia-cutlass-dsl and its libs-base, libs-core, libs-cu12: 92 MB alone),
+# 3-tilelang (tilelang, z3-solver, apache-tvm-ffi, torch-c-dlpack-ext, at the versions verified here) into
+# .whl_parts/download/, then cuts their bytes, in that order, into .whl_parts/1/, 2/, ... of at most
 # PART_MIB each. Every part holds SHA256SUMS (per wheel: sha256, size, pieces, group) and prints, and PLAN.txt says,
 # which groups each part completes. About 184 MB in all: 4 parts of 56 MiB (base whole in part 1, cute_dsl in part 2,
 # tilelang in part 4).
@@ -28,6 +29,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PARTS=.whl_parts
 T=${CARRY_TMP:-/tmp/parts} SITE=${CARRY_SITE:-/tmp/site}  # (other folders: for a rehearsal off the device)
+# Helion for the device, not pyproject.toml's pin (helion==1.5.1, verified here on torch 2.14.1): the device has
+# torch 2.11.0+cu130 / triton 3.6.0, and helion 1.5.1 fails to import there (helion/autotuner/logger.py imports
+# IntelGPUError from torch._inductor.runtime.triton_compat, which torch 2.11 lacks). 1.5.0 is the newest release that
+# imports and compiles on torch 2.11.0 + triton 3.6.0 (CPython 3.12: tests/helion passed under TRITON_INTERPRET=1).
+DEVICE_HELION=${DEVICE_HELION:-helion==1.5.0}
 mode=${1:-}
 [ $# -gt 0 ] && shift
 
@@ -42,12 +48,12 @@ download() {  # group folder, requirements...
 
 split_parts() {
   local part_mib=${1:-56}
-  read -r cute tilelang helion cutlass < <(python3 -c "import tomllib
+  read -r cute tilelang cutlass < <(python3 -c "import tomllib
 d = tomllib.load(open('pyproject.toml', 'rb'))['project']['optional-dependencies']
-print(d['cute_dsl'][0], d['tilelang'][0], d['helion'][0], d['cutlass'][0])")
+print(d['cute_dsl'][0], d['tilelang'][0], d['cutlass'][0])")
   rm -rf "$PARTS"
-  download 1-base gymnasium farama_notifications cloudpickle "$cutlass" "$helion" filecheck rich markdown-it-py mdurl \
-    pygments psutil
+  download 1-base gymnasium farama_notifications cloudpickle "$cutlass" "$DEVICE_HELION" filecheck rich markdown-it-py \
+    mdurl pygments psutil
   local v=${cute#*==}
   download 2-cute_dsl "$cute" "nvidia-cutlass-dsl-libs-base==$v" "nvidia-cutlass-dsl-libs-core==$v" \
     "nvidia-cutlass-dsl-libs-cu12==$v"
@@ -143,5 +149,5 @@ case $mode in
   split) split_parts "$@" ;;
   join) join_parts "$@" ;;
   status) [ -f "$T/SHA256SUMS" ] && joined >/dev/null; ls "$T"/*.installed 2>/dev/null || true ;;
-  *) sed -n 2,26p "$0"; exit 2 ;;
+  *) sed -n 2,27p "$0"; exit 2 ;;
 esac

@@ -10,9 +10,11 @@ cd "$(dirname "$0")/.."
 mkdir -p .whl
 python3 -m pip download -q --no-deps -d .whl gymnasium farama_notifications cloudpickle "nvidia-cutlass==4.2.0.0"
 # Helion (backend="helion") and what it imports (its autotuner's scikit-learn only when autotuning, which runners
-# forbid); the device runs Python 3.12: binary wheels for it
+# forbid); the device runs Python 3.12: binary wheels for it. helion 1.5.0, not pyproject.toml's 1.5.1: the device's
+# torch 2.11 lacks torch._inductor.runtime.triton_compat.IntelGPUError, which helion 1.5.1 imports (carry_parts.sh's
+# DEVICE_HELION says more)
 python3 -m pip download -q --no-deps -d .whl --only-binary=:all: --python-version 3.12 \
   --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux_2_28_x86_64 \
-  "helion==1.5.1" filecheck rich markdown-it-py mdurl pygments psutil
+  "helion==1.5.0" filecheck rich markdown-it-py mdurl pygments psutil
 git archive 9cb1555 -o .whl/old_main.tar
 ls -la .whl
