@@ -125,6 +125,7 @@ class Connection:
                 self.open = False
 
 
+ACCEPT_BACKOFF_S = 0.2  # after a failed accept (e.g. out of file descriptors) before the next try
 IDLE_RELEASE_S = float(os.environ.get("KERNEL_GYM_JUDGE_IDLE_RELEASE_S", "5") or 5)
 
 
@@ -158,6 +159,7 @@ class JudgeServer:
         self.last_job_end = time.monotonic()
         self.holding = False  # jobs ran since the judge last gave its cached GPU memory back
         self.idle_releases = 0
+        self.accept_failures = 0  # clients the judge failed to accept (logged; it serves on)
         self.started = time.time()
         self.stopping = threading.Event()
 
@@ -182,21 +184,14 @@ class JudgeServer:
         try:
             while not self.stopping.is_set():
                 try:
-                    sock, _ = listener.accept()
-                except TimeoutError:
-                    if self._idle():
+                    if not self._accept_one(listener):
                         break
-                    self._release_if_idle()
-                    continue
-                if not self.peer_gate.admit(sock):  # refused: told why, closed, logged and counted
-                    continue
-                with self.lock:
-                    client = self.next_client
-                    self.next_client += 1
-                    self.clients[client] = Connection(sock, client)
-                    self.last_activity = time.monotonic()
-                threading.Thread(target=self._client, args=(self.clients[client],), daemon=True,
-                                 name=f"judge-client-{client}").start()
+                except Exception:  # noqa: BLE001 - out of file descriptors, a client gone mid-admission...: the
+                    # judge serves on (every running job would be lost with it)
+                    log.exception("judge: accepting a client failed; serving on")
+                    with self.lock:
+                        self.accept_failures += 1
+                    time.sleep(ACCEPT_BACKOFF_S)
         finally:
             listener.close()
             try:
@@ -205,6 +200,31 @@ class JudgeServer:
                 pass
             self.queue.close()
             self.pool.close()
+
+    def _accept_one(self, listener: socket.socket) -> bool:
+        """Accept one client (its own thread serves it), or, when none came within a second, exit if idle too long
+        and give cached GPU memory back if idle a while. False: the judge should exit."""
+        try:
+            sock, _ = listener.accept()
+        except TimeoutError:
+            if self._idle():
+                return False
+            self._release_if_idle()
+            return True
+        try:
+            if not self.peer_gate.admit(sock):  # refused: told why, closed, logged and counted
+                return True
+            with self.lock:
+                client = self.next_client
+                self.next_client += 1
+                self.clients[client] = Connection(sock, client)
+                self.last_activity = time.monotonic()
+            threading.Thread(target=self._client, args=(self.clients[client],), daemon=True,
+                             name=f"judge-client-{client}").start()
+        except BaseException:
+            sock.close()
+            raise
+        return True
 
     def _idle(self) -> bool:
         with self.lock:
@@ -353,7 +373,7 @@ class JudgeServer:
                     "done_by_client": {str(k): v for k, v in self.per_client_done.items()},
                     "queue_wait": stats(self.waits), "timing_lock_wait": stats(self.timing_waits),
                     "alone_wait": stats(self.alone_waits), "alone_waiting": self.pool.alone_waiting,
-                    "idle_releases": self.idle_releases, "gpu_reserved_mb": self.pool.reserved_mb(),
+                    "idle_releases": self.idle_releases, "accept_failures": self.accept_failures, "gpu_reserved_mb": self.pool.reserved_mb(),
                     "spare_builders": builds.SPARES.waiting(),
                     "isolation": isolation.summary(),  # runners' uid, capabilities, namespaces; "weak" if short
                     "refused_peers": self.peer_gate.refused}

@@ -245,3 +245,49 @@ def test_a_job_the_judge_fails_on_is_an_infrastructure_crash(judge_dir):
     result = EvalResult.from_dict(answer["result"])
     assert result.outcome is Outcome.CRASH and result.infra_failure, result
     assert result.message.startswith("the judge failed on this job")
+
+
+@pytest.mark.timeout(300)
+def test_a_judge_out_of_file_descriptors_serves_on(judge_dir):
+    """A failed accept (here: the judge's descriptors run out while connections flood in) is logged and counted;
+    the judge goes on serving, since every job it runs would be lost with it."""
+    import resource
+    import socket
+
+    from kernel_gym.judge.client import JudgeClient
+    from kernel_gym.paths import unix_address
+
+    client = JudgeClient.for_device("cpu")
+    try:
+        pid = client.status()["pid"]
+        soft, hard = resource.prlimit(pid, resource.RLIMIT_NOFILE)
+        used = {int(fd) for fd in os.listdir(f"/proc/{pid}/fd")}
+        lowest_free = min(set(range(len(used) + 1)) - used)
+        resource.prlimit(pid, resource.RLIMIT_NOFILE, (lowest_free, hard))  # (no new descriptor can be opened)
+        flood = []
+        try:
+            for _ in range(5):  # (queued by the kernel in the listener's backlog; the judge cannot accept them)
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                with unix_address(client.path) as address:
+                    s.connect(address)
+                flood.append(s)
+            time.sleep(2.5)
+        finally:
+            for s in flood:
+                s.close()
+            resource.prlimit(pid, resource.RLIMIT_NOFILE, (soft, hard))
+        time.sleep(1.0)
+        status = client.status()
+        assert status.get("pid") == pid, status  # the same judge answers
+        assert status["accept_failures"] >= 1, status
+        assert client.evaluate(_relu_job()).outcome.value == "correct"
+    finally:
+        client.close()
+
+
+def _relu_job():
+    from kernel_gym.eval.job import EvalConfig, job_for
+    from kernel_gym.tasks import load_task
+
+    return job_for(load_task("level1/relu"), (SOL / "level1_relu.py").read_text(), backend="triton",
+                   config=EvalConfig(device="cpu", compile_timeout_s=120))
