@@ -22,7 +22,8 @@ from typing import Any
 import torch
 
 from kernel_gym.eval.job import EvalConfig, job_for
-from kernel_gym.judge.pool import WorkerPool, _release_judge_memory
+from kernel_gym.judge.judge_memory import release_judge_memory
+from kernel_gym.judge.pool import WorkerPool
 from kernel_gym.sandbox import shared
 from kernel_gym.tasks import load_task
 
@@ -112,7 +113,7 @@ def main() -> None:
                               "message": result.message[:160]}), flush=True)
             time.sleep(1.0)  # (a killed runner is reaped in the background)
             snapshot(f"{kind} (no release)", pool, t0)
-            _release_judge_memory("cuda")
+            release_judge_memory("cuda")
             snapshot(f"{kind} (released)", pool, t0)
         torch.cuda.ipc_collect()
         gc.collect()
@@ -120,7 +121,7 @@ def main() -> None:
     finally:
         pool.close()
     time.sleep(2)
-    _release_judge_memory("cuda")
+    release_judge_memory("cuda")
     snapshot("pool closed, released", pool, t0)
 
 

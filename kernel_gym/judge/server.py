@@ -27,102 +27,21 @@ import os
 import socket
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kernel_gym.judge import builds
-from kernel_gym.judge.faults import Cancel
 from kernel_gym.judge.peers import PeerGate
+from kernel_gym.judge.requests import Connection, FairQueue, Request, Running
 from kernel_gym.paths import unix_address
 from kernel_gym.sandbox import isolation
 
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class Request:
-    client: int
-    rid: Any
-    job: dict[str, Any]
-    conn: Connection
-    queued_at: float = field(default_factory=time.monotonic)
-
-
-@dataclass
-class Running:
-    """A job on a slot: its client, when it started, its limit, and how to end it early."""
-
-    client: int
-    started: float
-    limit_s: float
-    cancel: Cancel = field(default_factory=Cancel)
-
-
 # A running job's outer limit beyond its own (compile budget + run limit + loading and constructing, twice: the
 # second shape): the watchdog's, which ends a job its own limits failed to end (a bug of ours, never the normal way).
 WATCHDOG_SLACK_S = 60.0
-
-
-class FairQueue:
-    """Per-client FIFO queues served round robin: a client with many jobs waiting cannot starve one with few."""
-
-    def __init__(self) -> None:
-        self._queues: collections.OrderedDict[int, collections.deque[Request]] = collections.OrderedDict()
-        self._cond = threading.Condition()
-        self.closed = False
-
-    def put(self, request: Request) -> None:
-        with self._cond:
-            self._queues.setdefault(request.client, collections.deque()).append(request)
-            self._cond.notify()
-
-    def get(self) -> Request | None:
-        with self._cond:
-            while not self.closed and not any(self._queues.values()):
-                self._cond.wait()
-            if self.closed:
-                return None
-            for client in list(self._queues):
-                q = self._queues[client]
-                self._queues.move_to_end(client)  # the next pick starts after this client
-                if q:
-                    return q.popleft()
-            return None
-
-    def drop(self, client: int) -> int:
-        """Forget a client's waiting jobs (it went away); returns how many."""
-        with self._cond:
-            q = self._queues.pop(client, None)
-            return len(q) if q else 0
-
-    def depth(self) -> dict[int, int]:
-        with self._cond:
-            return {c: len(q) for c, q in self._queues.items() if q}
-
-    def close(self) -> None:
-        with self._cond:
-            self.closed = True
-            self._cond.notify_all()
-
-
-class Connection:
-    """One client's socket: replies are written whole, one at a time."""
-
-    def __init__(self, sock: socket.socket, client: int):
-        self.sock, self.client = sock, client
-        self.lock = threading.Lock()
-        self.open = True
-
-    def send(self, message: dict[str, Any]) -> None:
-        data = (json.dumps(message) + "\n").encode()
-        with self.lock:
-            if not self.open:
-                return
-            try:
-                self.sock.sendall(data)
-            except OSError:
-                self.open = False
 
 
 ACCEPT_BACKOFF_S = 0.2  # after a failed accept (e.g. out of file descriptors) before the next try
@@ -390,7 +309,7 @@ def outer_limit_s(job: Any) -> float:
 def judge_failure_message(exc: BaseException) -> str:
     """The crash message of a job the judge itself could not judge. Out of GPU memory after its retries (the last
     with the pool to itself) means other processes hold the GPU's memory: the machine's failure, said so."""
-    from kernel_gym.judge.pool import judge_out_of_memory
+    from kernel_gym.judge.judge_memory import judge_out_of_memory
 
     first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     if judge_out_of_memory(exc):

@@ -163,7 +163,7 @@ def test_a_killed_client_leaves_no_queued_work(judge_dir, relu_code):
 
 
 def test_fair_queue_round_robin():
-    from kernel_gym.judge.server import FairQueue, Request
+    from kernel_gym.judge.requests import FairQueue, Request
 
     q = FairQueue()
     conn = object()

@@ -272,7 +272,7 @@ def test_an_allocation_larger_than_the_gpu_needs_no_oom_confirmation(monkeypatch
     alone exceeds the whole card (the fault benchmark's 1 TiB ask: 12 s to its verdict, the pool drained for it)."""
     from types import SimpleNamespace
 
-    from kernel_gym.judge.pool import beyond_the_device
+    from kernel_gym.judge.judge_memory import beyond_the_device
 
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: SimpleNamespace(total_memory=80 * 2**30))
