@@ -6,8 +6,10 @@
 #   (a) part 1  #35-#38, what the 2026-12-07e session did not reach or found the tests wrong in:
 #       GPU_TESTS="tests/anti_hacking/test_gpu_attacks.py tests/judge/test_gpu_oracle.py tests/signals/test_gpu_signals.py
 #       tests/anti_hacking/test_gpu_library_policy.py tests/gpu/test_launch_gate.py
-#       tests/gpu/test_judge_gpu.py::test_a_killed_runners_buffers_go_back" RATES="0 0.2" JOBS=4 ...
-#       gpu-tests:330 faults:240  (faults: "judge restarts" must be 0; the judge's log comes back in faults/)
+#       tests/gpu/test_judge_gpu.py::test_a_killed_runners_buffers_go_back
+#       tests/gpu/test_faults_gpu.py::test_a_fresh_runners_first_triton_call_fits_a_tight_call_limit" RATES="0 0.2" JOBS=4 ...
+#       gpu-tests:330 faults:240 probe-triton-driver:30  (faults: "judge restarts" must be 0; the judge's log comes
+#       back in faults/)
 #   (b) part 1 again if (a) went cold  #36's timing goals with runners under their own uid, the rest of pytest -m gpu:
 #       GPU_TESTS="tests/anti_hacking/test_gpu_shapes.py tests/gpu/test_gpu_env.py tests/gpu/test_helion_gpu.py
 #       tests/helion" ... clients:150 judge-agreement:150 gpu-tests:220 forkserver-cuda:60
@@ -165,6 +167,12 @@ for arg in "$@"; do
       timeout "$T" python3 benchmarks/bench_judge.py agreement --repeats ${VALUE_SETS:-8} --out "$OUT" ;;
     runner-start)  # a runner ready: fresh interpreter vs forked from the fork server, on cuda (and one evaluation each)
       timeout "$T" python3 benchmarks/bench_runner_start.py --device cuda --n ${N_STARTS:-5} --out "$OUT" ;;
+    probe-triton-driver)  # what a fresh runner's first Triton call paid before runners built Triton's driver at start
+      for i in 1 2 3; do TRITON_CACHE_DIR=$(mktemp -d) timeout "$T" python3 -c "import time, torch
+torch.cuda.init(); t = time.perf_counter()
+from triton.runtime import driver
+driver.active.utils; driver.active.get_current_target()
+print('triton driver built and loaded in a fresh cache: %.3f s' % (time.perf_counter() - t))"; done ;;
     probe-threads)  # which import of a runner's preload starts a thread (the fork server refuses to fork then)
       for nvml in "" 1; do OMP_NUM_THREADS=1 PYTORCH_NVML_BASED_CUDA_CHECK=$nvml timeout "$T" python3 benchmarks/probe_threads.py; done
       OMP_NUM_THREADS=1 timeout "$T" python3 benchmarks/probe_threads.py --fork-safe ;;  # the fork server's preload

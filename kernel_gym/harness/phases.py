@@ -71,10 +71,34 @@ def install_triton() -> None:
     first launch): every compile, new specializations included, is a segment. So is the autotuner's benchmarking of
     each configuration (`Autotuner._bench`): tuning, like compiling, is done once per key, and a dozen
     configurations benchmarked for ~0.1 s each would otherwise overrun a 2 s call limit. (It runs the solution's
-    kernels holding no GPU share: other jobs' timing stops this runner meanwhile, judge/runners.py.)"""
+    kernels holding no GPU share: other jobs' timing stops this runner meanwhile, judge/runners.py.) So is a
+    compiled kernel's first load (`CompiledKernel._init_handles`: its launcher, which Triton builds with the host C
+    compiler in some versions, and its binary's load), done once per kernel and process, never in a later launch."""
     import triton.compiler
     from triton.runtime import autotuner
 
     triton.compiler.compile = compiled(triton.compiler.compile)
     if hasattr(autotuner.Autotuner, "_bench"):
         autotuner.Autotuner._bench = compiled(autotuner.Autotuner._bench)  # noqa: SLF001
+    kernel = getattr(triton.compiler, "CompiledKernel", None)
+    if kernel is not None and hasattr(kernel, "_init_handles"):
+        kernel._init_handles = _first_load(kernel._init_handles)  # noqa: SLF001
+
+
+def _first_load(init_handles: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """`CompiledKernel._init_handles` as a compile segment the first time only (a loaded kernel returns at once, and
+    some Triton versions call it at every launch)."""
+    import functools
+
+    if getattr(init_handles, "__kernel_gym_compile__", False):
+        return init_handles
+
+    @functools.wraps(init_handles)
+    def wrapper(self: Any) -> Any:
+        if getattr(self, "module", None) is not None:
+            return init_handles(self)
+        with compiling():
+            return init_handles(self)
+
+    wrapper.__kernel_gym_compile__ = True
+    return wrapper

@@ -79,10 +79,24 @@ def _initialize(device: str, root: Path) -> Any:
         torch.cuda.init()
         torch.empty(1, device="cuda").add_(1)
         torch.cuda.synchronize()
+        _warm_triton_driver()
         from kernel_gym.harness.timing import track_streams
 
         track_streams()  # the streams the launch gate holds: those the solution makes, tracked before any of it runs
     return Snapshot()
+
+
+def _warm_triton_driver() -> None:
+    """Triton's CUDA driver module (`cuda_utils`: built from C by the host compiler at its first use, and cached
+    under TRITON_CACHE_DIR, which is new every job) built and loaded now, once per runner. Else a runner's first job
+    builds it inside its first call, before any `triton.compiler.compile`, so under the call limit (2 s on cuda)."""
+    try:
+        from triton.runtime import driver
+
+        driver.active.utils  # noqa: B018 - built and loaded on first access
+        driver.active.get_current_target()
+    except Exception as e:  # noqa: BLE001 - a job's first call builds it then, as before
+        print(f"kernel_gym runner: Triton's driver was not warmed: {e}", file=sys.stderr, flush=True)
 
 
 def _no_tqdm_monitor() -> None:

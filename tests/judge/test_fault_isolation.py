@@ -465,3 +465,28 @@ def test_a_timeout_beside_another_jobs_fault_is_confirmed_alone(relu_code, runne
         assert results["stalled"].stage_ms["timeout_reruns"] == 1, results["stalled"].stage_ms
     else:
         assert results["stalled"].outcome is Outcome.TIMEOUT, results["stalled"]
+
+
+def test_a_kernels_first_load_is_a_compile_segment_and_later_launches_are_not(monkeypatch):
+    """Triton's first load of a compiled kernel (its launcher, which some Triton versions build with the host C
+    compiler, and its binary) is under the compile budget, not the call limit; a loaded kernel's launches (some
+    versions call `_init_handles` at every launch) tell the judge nothing."""
+    from kernel_gym.harness import phases
+
+    told: list[str] = []
+    monkeypatch.setattr(phases, "TELL", told.append)
+
+    class Kernel:
+        module = None
+
+        def _init_handles(self):
+            self.module = "loaded"
+
+    init = phases._first_load(Kernel._init_handles)
+    assert phases._first_load(init) is init  # (installed once)
+    kernel = Kernel()
+    init(kernel)
+    assert told == ["compile", "run"] and kernel.module == "loaded"
+    init(kernel)
+    init(kernel)
+    assert told == ["compile", "run"]
