@@ -1,5 +1,6 @@
 """What a runner's call reports besides its outputs, taken around the model's call: the ops it dispatched (the op
-audit), its share of the device time (the profiler), the outputs' structure as plain JSON values.
+audit), its share of the device time (the profiler), the outputs' structure as plain JSON values; and a failure of
+candidate (or task) code as the runner reports it.
 
 These helpers are bound into `kernel_gym.runner.session`, whose attributes the harness snapshot watches
 (harness/integrity.py); they reach the audit and the profiler through those modules at each call, as the session did.
@@ -8,6 +9,8 @@ These helpers are bound into `kernel_gym.runner.session`, whose attributes the h
 from __future__ import annotations
 
 from typing import Any
+
+from kernel_gym.harness.errors import classify, describe_failure
 
 
 def audited(run: Any, args: list[Any], evidence: dict[str, Any]) -> Any:
@@ -44,3 +47,9 @@ def json_value(v: Any) -> Any:
 
 def flatten(out: Any) -> list[Any]:
     return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+def failure(exc: BaseException, stage: str) -> dict[str, Any]:
+    """An exception of candidate (or task) code as the runner reports it: an outcome and a readable message."""
+    outcome, poisoned = classify(exc, stage)
+    return {"outcome": outcome.value, "message": describe_failure(exc, stage), "poisoned": poisoned}

@@ -115,7 +115,8 @@ STAGES = {"load": "compile", "build": "first_call"}
 
 def handle(session: Any, request: dict[str, Any]) -> dict[str, Any]:
     """Run one request; candidate failures become an `error` (outcome + message), never an exception."""
-    from kernel_gym.runner.session import Refusal, failure
+    from kernel_gym.runner.evidence import failure
+    from kernel_gym.runner.session import Refusal
 
     op = request.get("op")
     args = {k: v for k, v in request.items() if k not in ("op", "id", "nfds", "_fds", "stage")}

@@ -22,7 +22,7 @@ import torch
 
 from kernel_gym import cuda_raw
 from kernel_gym.harness import cuda, dsl_launches, integrity, launches, stream_values
-from kernel_gym.harness.errors import classify, describe_failure, trim
+from kernel_gym.harness.errors import trim
 from kernel_gym.harness.integrity import Snapshot
 from kernel_gym.harness.timing import gated_streams, hold_new_streams
 from kernel_gym.runner.evidence import audited, flatten, json_value, profiled
@@ -381,31 +381,20 @@ class Session:
         return {"c_ms": [float(x) for x in (getattr(self.models.get(model), "c_ms", None) or [])]}
 
     def signals_before(self, code: str, backend: str, dtype: str, allow_precision: bool) -> dict[str, Any]:
-        from kernel_gym.signals import collect
-
-        job = types.SimpleNamespace(code=code, backend=backend, dtype=dtype, allow_precision=allow_precision)
-        try:
-            out = collect.before_timing(job=job, device=self.device, cand_module=self.modules.get("main"),
-                                        cand_model=self.models.get("main"), launches=self.triton_launches)
-        except Exception:  # noqa: BLE001 - signals are information, never a verdict
-            out = {}
-        return {"signals": out}
+        return self._signals("before_timing", code, backend, dtype, allow_precision, cand_module=self.modules.get("main"),
+                             cand_model=self.models.get("main"), launches=self.triton_launches)
 
     def signals_after(self, model: str, inputs: list[Any], slot_in: str, code: str, backend: str, dtype: str,
                       allow_precision: bool, runtime_ms: float, baseline_ms: float) -> dict[str, Any]:
+        return self._signals("after_timing", code, backend, dtype, allow_precision, ref_model=self.models[model],
+                             inputs=self.inputs(inputs, slot_in), runtime_ms=runtime_ms, baseline_ms=baseline_ms)
+
+    def _signals(self, when: str, code: str, backend: str, dtype: str, allow_precision: bool, **kw: Any
+                 ) -> dict[str, Any]:
         from kernel_gym.signals import collect
 
         job = types.SimpleNamespace(code=code, backend=backend, dtype=dtype, allow_precision=allow_precision)
         try:
-            out = collect.after_timing(job=job, device=self.device, ref_model=self.models[model],
-                                       inputs=self.inputs(inputs, slot_in), runtime_ms=runtime_ms,
-                                       baseline_ms=baseline_ms)
-        except Exception:  # noqa: BLE001
-            out = {}
-        return {"signals": out}
-
-
-def failure(exc: BaseException, stage: str) -> dict[str, Any]:
-    """An exception of candidate (or task) code as the runner reports it: an outcome and a readable message."""
-    outcome, poisoned = classify(exc, stage)
-    return {"outcome": outcome.value, "message": describe_failure(exc, stage), "poisoned": poisoned}
+            return {"signals": getattr(collect, when)(job=job, device=self.device, **kw)}
+        except Exception:  # noqa: BLE001 - signals are information, never a verdict
+            return {"signals": {}}
