@@ -100,3 +100,26 @@ def test_a_job_from_env_step_only_goes_down():
                 todo.append(nxt)
     above = sorted(m for m in seen if _layer(m) > _layer("kernel_gym.env"))
     assert not above, above
+
+
+MAX_MODULE_LINES, MAX_FUNCTION_LINES, MAX_JUDGE_RUN_LINES = 400, 60, 200
+
+
+def test_modules_and_functions_stay_small():
+    """Issue 38's bounds: no module of the package over 400 lines, no function over 60, JudgeRun (state and runner
+    I/O only) at most 200."""
+    long_modules, long_functions = [], []
+    for path in sorted(ROOT.rglob("*.py")):
+        text = path.read_text()
+        where = path.relative_to(ROOT)
+        if len(text.splitlines()) > MAX_MODULE_LINES:
+            long_modules.append(f"{where}: {len(text.splitlines())} lines")
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = node.end_lineno - node.lineno + 1
+                if lines > MAX_FUNCTION_LINES:
+                    long_functions.append(f"{where}:{node.lineno} {node.name}: {lines} lines")
+            if isinstance(node, ast.ClassDef) and node.name == "JudgeRun":
+                assert node.end_lineno - node.lineno + 1 <= MAX_JUDGE_RUN_LINES, node.end_lineno - node.lineno + 1
+    assert not long_modules, long_modules
+    assert not long_functions, long_functions
