@@ -1,7 +1,8 @@
 """Tensors the judge owns and a runner maps: one byte arena per set, carved into aligned views.
 
 - cpu: an anonymous `memfd` (no name in /dev/shm, so no other process can open it), passed to the one runner it is
-  meant for over the channel (SCM_RIGHTS) and mmapped by both.
+  meant for over the channel (SCM_RIGHTS) and mmapped by both; its size sealed (no runner can truncate it under the
+  judge's mapping).
 - cuda: one device allocation shared with CUDA IPC (torch's own reduction; the handle travels as base64 of the
   pickled rebuild arguments, judge -> runner only: a runner never sends pickle).
 
@@ -17,6 +18,7 @@ evidence is not seen (docs/anti-hacking.md); on cuda the profiler share is the c
 from __future__ import annotations
 
 import base64
+import fcntl
 import mmap
 import os
 import pickle
@@ -136,8 +138,11 @@ class Arena:
             # however the arena goes (closed, or dropped), its pool goes to _RETIRED, never freed here and now
             self._pool_done = weakref.finalize(self, _retire_pool, pool) if pool is not None else None
         else:
-            self._fd = os.memfd_create("kernel_gym_arena", os.MFD_CLOEXEC)
+            self._fd = os.memfd_create("kernel_gym_arena", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
             os.ftruncate(self._fd, size)
+            # its size sealed: a runner that truncated the file (its mmap keeps a descriptor) would make the judge's
+            # next read of the arena a SIGBUS, which kills the judge and every job it runs
+            fcntl.fcntl(self._fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL)
             self._mm = mmap.mmap(self._fd, size)
             self.base = torch.frombuffer(self._mm, dtype=torch.uint8)
         self.offsets = offsets

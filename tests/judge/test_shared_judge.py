@@ -291,3 +291,65 @@ def _relu_job():
 
     return job_for(load_task("level1/relu"), (SOL / "level1_relu.py").read_text(), backend="triton",
                    config=EvalConfig(device="cpu", compile_timeout_s=120))
+
+
+TRUNCATES_ARENAS = '''
+import os
+import threading
+import time
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=mask), 0.0), mask=mask)
+
+
+def _truncate_arenas():
+    end = time.monotonic() + 0.5
+    while time.monotonic() < end:  # (again and again: the judge reads the outputs some time after the reply)
+        for fd in range(3, 1024):
+            try:
+                if "memfd:" in os.readlink(f"/proc/self/fd/{fd}"):
+                    os.ftruncate(fd, 0)
+            except OSError:
+                pass
+        time.sleep(0.001)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        _relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
+        threading.Thread(target=_truncate_arenas, daemon=True).start()
+        return y
+'''
+
+
+@pytest.mark.timeout(300)
+def test_a_runner_cannot_truncate_the_judges_shared_memory(judge_dir):
+    """A candidate truncates the shared-memory arenas its runner maps (Python's mmap keeps a descriptor of each)
+    while the judge reads its outputs: a read past the end of a file is a SIGBUS, which ended the judge and every job
+    it ran (the client's retry then ended the next one; measured before the fix), or the runner itself when its own
+    copy of the outputs came later. The arenas' sizes are sealed: the same judge answers with a verdict on the
+    solution, and judges the next job."""
+    from kernel_gym.eval.job import EvalConfig, job_for
+    from kernel_gym.judge.client import JudgeClient
+    from kernel_gym.tasks import load_task
+
+    client = JudgeClient.for_device("cpu")
+    try:
+        pid = client.status()["pid"]
+        attack = client.evaluate(job_for(load_task("level1/relu"), TRUNCATES_ARENAS, backend="triton",
+                                         config=EvalConfig(device="cpu", checks="none", compile_timeout_s=120)))
+        assert not attack.infra_failure and "background_thread" in attack.hacks, (attack.outcome, attack.message)
+        assert client.status().get("pid") == pid  # the same judge
+        assert client.evaluate(_relu_job()).outcome.value == "correct"
+    finally:
+        client.close()
