@@ -107,7 +107,7 @@ class RunnerProcess:
         env = limits.worker_environment(self.root, device, gpu, _PACKAGE_PARENT)
         self.proc = spawner.start(cmd, env, self.root, runner_end, device, role, memory_limit_gb)
         runner_end.close()
-        self.channel = Channel(judge_end)
+        self.channel = Channel(judge_end, max_fds=0)  # (a runner never sends descriptors: sandbox/channel.py)
         self.ready_info: dict | None = None
         self.log_offset = 0
         self.dead = False

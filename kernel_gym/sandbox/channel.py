@@ -29,10 +29,14 @@ class ChannelTimeout(Exception):
 class Channel:
     """Newline-delimited JSON over a stream socket, with deadlines and fd passing."""
 
-    def __init__(self, sock: socket.socket):
+    def __init__(self, sock: socket.socket, max_fds: int | None = None):
         self.sock = sock
         self.buffer = bytearray()
         self.fds: list[int] = []  # received, not yet claimed by a message
+        # the most descriptors the other end may have pending at once (None: any). The judge's end of a runner's
+        # channel takes none: each one a runner sends is a new descriptor in the judge, and a flood of them would
+        # fill its table (no other job could get an arena, no client a connection).
+        self.max_fds = max_fds
 
     @classmethod
     def from_fd(cls, fd: int) -> Channel:
@@ -82,6 +86,10 @@ class Channel:
             except (ConnectionResetError, OSError) as e:
                 raise ChannelClosed() from e
             self.fds.extend(fds)
+            if self.max_fds is not None and len(self.fds) > self.max_fds:
+                n = len(self.fds)
+                self.drop_fds()
+                raise ValueError(f"{n} file descriptors arrived on the channel, which carries at most {self.max_fds}")
             if not chunk:
                 raise ChannelClosed()
             self.buffer.extend(chunk)

@@ -353,3 +353,66 @@ def test_a_runner_cannot_truncate_the_judges_shared_memory(judge_dir):
         assert client.evaluate(_relu_job()).outcome.value == "correct"
     finally:
         client.close()
+
+
+FLOODS_DESCRIPTORS = '''
+import os
+import socket
+import stat
+import time
+
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        null = os.open("/dev/null", os.O_RDONLY)
+        for fd in range(3, 256):
+            try:
+                if not stat.S_ISSOCK(os.fstat(fd).st_mode):
+                    continue
+                channel = socket.socket(fileno=os.dup(fd))
+                for _ in range(200):  # 3200 descriptors, and no newline: the judge waits for the rest of a message
+                    socket.send_fds(channel, [b" "], [null] * 16)
+            except OSError:
+                pass
+        time.sleep(5)
+        return torch.relu(x)
+'''
+
+
+@pytest.mark.timeout(300)
+def test_a_runner_cannot_flood_the_judge_with_descriptors(judge_dir):
+    """A candidate sends descriptors over its runner's channel (each one a new descriptor in the judge) and holds the
+    judge waiting for the rest of the message: the judge's descriptor table would fill, and no other job could get
+    an arena nor any client a connection. A runner's channel takes none: the first is tampering, the runner is
+    killed, and the judge holds no more descriptors than before."""
+    import threading
+
+    from kernel_gym.eval.job import EvalConfig, job_for
+    from kernel_gym.judge.client import JudgeClient
+    from kernel_gym.tasks import load_task
+
+    client = JudgeClient.for_device("cpu")
+    try:
+        pid = client.status()["pid"]
+        client.evaluate(_relu_job())  # (its runners started)
+        before = len(os.listdir(f"/proc/{pid}/fd"))
+        box: list = []
+        job = job_for(load_task("level1/relu"), FLOODS_DESCRIPTORS, backend="triton",
+                      config=EvalConfig(device="cpu", checks="none", compile_timeout_s=120))
+        thread = threading.Thread(target=lambda: box.append(client.evaluate(job)))
+        thread.start()
+        most = before
+        while thread.is_alive():
+            most = max(most, len(os.listdir(f"/proc/{pid}/fd")))
+            time.sleep(0.02)
+        attack = box[0]
+        assert most < before + 100, (before, most)
+        assert not attack.correct and not attack.infra_failure, (attack.outcome, attack.message[:300])
+        assert "descriptors" in attack.message, attack.message[:300]
+        assert client.status().get("pid") == pid
+        assert client.evaluate(_relu_job()).outcome.value == "correct"
+    finally:
+        client.close()
