@@ -7,6 +7,7 @@ while it is still single-threaded and before any candidate code exists.
 | adopts orphans, so everything a candidate spawns can be killed | prctl(PR_SET_CHILD_SUBREAPER) | Linux |
 | no network | unshare(CLONE_NEWNET): a fresh namespace with only a down loopback | Linux, as root |
 | no core dumps, bounded open files and processes | setrlimit CORE=0, NOFILE, NPROC | POSIX (NPROC is not enforced for root) |
+| no file over 1 GiB (its log included: a candidate printing in a loop) | setrlimit FSIZE (`KERNEL_GYM_RUNNER_FILE_GB`) | POSIX |
 | bounded address space | setrlimit AS | cpu workers only (CUDA reserves huge virtual ranges) |
 | scrubbed environment | the parent passes an allowlist of variables | everywhere |
 """
@@ -115,6 +116,17 @@ def die_with_parent() -> bool:
     return bool(libc is not None and hasattr(libc, "prctl") and libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0)
 
 
+def largest_file() -> int:
+    """The largest file a runner (and what it starts) may write, in bytes: $KERNEL_GYM_RUNNER_FILE_GB, else 1 GiB.
+    A write past it fails (EFBIG; SIGXFSZ kills a writer that does not ignore it, as Python does): no job fills the
+    machine's disk with one file, its log included."""
+    try:
+        gb = float(os.environ.get("KERNEL_GYM_RUNNER_FILE_GB") or 1.0)
+    except ValueError:
+        gb = 1.0
+    return max(1 << 20, int(gb * (1 << 30)))
+
+
 def apply(device: str, memory_limit_gb: float | None, max_open_files: int = 4096, max_processes: int = 512) -> list[str]:
     """Apply every limit this OS allows to the current process; returns the names of those in force."""
     applied = []
@@ -126,7 +138,8 @@ def apply(device: str, memory_limit_gb: float | None, max_open_files: int = 4096
             applied.append("subreaper")
         if hasattr(libc, "unshare") and os.environ.get("KERNEL_GYM_NETWORK") != "1" and libc.unshare(CLONE_NEWNET) == 0:
             applied.append("no_network")
-    for name, limit in (("RLIMIT_CORE", 0), ("RLIMIT_NOFILE", max_open_files), ("RLIMIT_NPROC", max_processes)):
+    for name, limit in (("RLIMIT_CORE", 0), ("RLIMIT_NOFILE", max_open_files), ("RLIMIT_NPROC", max_processes),
+                        ("RLIMIT_FSIZE", largest_file())):
         try:
             soft, hard = resource.getrlimit(getattr(resource, name))
             cap = limit if hard == resource.RLIM_INFINITY else min(limit, hard)
