@@ -196,8 +196,9 @@ CACHE_READS = {"builder": ("pch",)}
 READ_CONFINED = frozenset({"builder", "check"})
 
 
-def confine(root: Path, device: str, role: str) -> list[str]:
-    """The runner's confinement (`kernel_gym.sandbox.confine`): writes only beneath its root folder, its side's build
+def confine(root: Path, device: str, role: str, workdir: Path | None = None) -> list[str]:
+    """The runner's confinement (`kernel_gym.sandbox.confine`): writes only beneath `workdir` (default: its root
+    folder; a runner's is root/work, its jobs' folder of bounded size: `mount_ns.job_space`), its side's build
     caches, `$KERNEL_GYM_RUNNER_WRITABLE` (os.pathsep-separated, an operator's or a test's scratch folder) and, on
     cuda, /dev/shm (CUDA IPC's ref-counter files); seccomp; Landlock's network and scope rights. As root it always
     drops to an unprivileged uid with no capabilities (`kernel_gym.sandbox.uids`: one of its own unless
@@ -229,8 +230,8 @@ def confine(root: Path, device: str, role: str) -> list[str]:
         from kernel_gym.sandbox import toolchain
 
         readable = toolchain.read_grants(cache / d for d in CACHE_READS.get(role, ()))
-    return early + confinement.apply(root, writable=writable, uid=uid, groups=groups, proc=confine_proc(device, role),
-                                     readable=readable)
+    return early + confinement.apply(workdir or root, writable=writable, uid=uid, groups=groups,
+                                     proc=confine_proc(device, role), readable=readable)
 
 
 def confine_proc(device: str, role: str) -> bool:

@@ -157,3 +157,43 @@ def _mkdirs(path: str) -> None:
     _mkdirs(os.path.dirname(path))
     os.mkdir(path)
     os.chmod(path, 0o755)
+
+
+JOB_SPACE_INODES = 200_000  # files and folders a runner's jobs may have at once (Triton's cache makes a few per kernel)
+
+
+def job_space_bytes() -> int:
+    """How much a runner's jobs may write at once: $KERNEL_GYM_RUNNER_DISK_GB, else 2 GiB."""
+    try:
+        gb = float(os.environ.get("KERNEL_GYM_RUNNER_DISK_GB") or 2.0)
+    except ValueError:
+        gb = 2.0
+    return max(1 << 20, int(gb * (1 << 30)))
+
+
+def job_space(work: Path) -> list[str]:
+    """The folder a runner's jobs write in (their files, caches, HOME and TMPDIR: runner/session.py), made a tmpfs of
+    bounded size (`job_space_bytes`) in a mount namespace of the runner's own: a job that writes more gets "No space
+    left on device", and no job fills the machine's disk. Its pages count as the runner's memory and are gone when
+    the runner ends. As root, at the runner's start (single-threaded); elsewhere, or where the mount is refused (a
+    container without CAP_SYS_ADMIN), the folder is a plain one and `prepared()["reasons"]["disk_quota"]` says why.
+    Returns ["disk_quota"] when in force."""
+    work.mkdir(parents=True, exist_ok=True)
+    reasons: dict[str, str] = _STATE["reasons"]
+    if os.geteuid() != 0:
+        reasons["disk_quota"] = "not root: the jobs' folder is a plain one"
+        return []
+    libc = _libc()
+    try:
+        # a namespace of its own, always (a runner forked from the fork server shares the server's otherwise, and
+        # its mount would outlive it there)
+        if libc.unshare(CLONE_NEWNS) != 0:
+            code = ctypes.get_errno()
+            raise OSError(code, f"unshare(CLONE_NEWNS): {os.strerror(code)}")
+        _mount(libc, None, "/", None, MS_REC | MS_PRIVATE)
+        _mount(libc, "tmpfs", str(work), "tmpfs", MS_NOSUID | MS_NODEV,
+               f"size={job_space_bytes()},nr_inodes={JOB_SPACE_INODES},mode=0700")
+    except OSError as e:
+        reasons["disk_quota"] = f"{e} (the jobs' folder is a plain one)"
+        return []
+    return ["disk_quota"]

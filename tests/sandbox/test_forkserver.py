@@ -26,7 +26,7 @@ raise RuntimeError("<" * 3 + repr((os.environ["HOME"], tempfile.gettempdir(), os
 
 def probe(runner: RunnerProcess) -> tuple:
     """(the folder HOME and TMPDIR are in, the same for TMPDIR, the working directory, session leader): HOME and
-    TMPDIR are the job's own folder, beneath the runner's (sandbox/limits.py, job_environment)."""
+    TMPDIR are the job's own folder, beneath the runner's jobs' folder (sandbox/limits.py, job_environment)."""
     deadline = time.monotonic() + 120
     runner.request("begin", deadline=deadline, stage="compile")
     reply = runner.request("load", deadline=deadline, stage="compile", kind="candidate", name="main", source=PROBE)
@@ -50,7 +50,7 @@ def test_a_forked_runner_has_its_own_folder_environment_and_session(forked):
         for runner in runners:
             assert isinstance(runner.proc, spawner.ForkedProcess)
             home, tmp, cwd, leader = probe(runner)
-            assert home == tmp == str(runner.root) and leader
+            assert home == tmp == str(runner.root / "work") and leader  # (the jobs' folder: mount_ns.job_space)
             assert os.path.realpath(cwd).startswith(os.path.realpath(runner.root))
         assert runners[0].root != runners[1].root
     finally:
@@ -102,7 +102,7 @@ def test_a_dead_fork_server_is_replaced(forked):
     try:
         assert isinstance(second.proc, spawner.ForkedProcess) and second.proc.server is not server
         home, *_ = probe(second)
-        assert home == str(second.root)
+        assert home == str(second.root / "work")
     finally:
         second.stop()
 
@@ -117,7 +117,7 @@ def test_a_refused_fork_starts_a_fresh_process(forked, monkeypatch):
     try:
         assert not isinstance(runner.proc, spawner.ForkedProcess)
         home, *_ = probe(runner)
-        assert home == str(runner.root)
+        assert home == str(runner.root / "work")
     finally:
         runner.stop()
 
@@ -185,7 +185,7 @@ def test_a_runner_started_from_a_thread_that_ends_keeps_running(monkeypatch, for
         time.sleep(1.0)
         assert runner.alive
         home, *_ = probe(runner)
-        assert home == str(runner.root)
+        assert home == str(runner.root / "work")
     finally:
         runner.stop()
         spawner.stop_all()
@@ -194,7 +194,7 @@ def test_a_runner_started_from_a_thread_that_ends_keeps_running(monkeypatch, for
 def _start_in_child(queue) -> None:
     runner = RunnerProcess("cpu")
     try:
-        queue.put(probe(runner)[0] == str(runner.root))
+        queue.put(probe(runner)[0] == str(runner.root / "work"))
     finally:
         runner.stop()
         spawner.stop_all()
@@ -238,7 +238,7 @@ def test_a_fork_server_that_never_gets_ready_is_not_waited_for_again(forked, mon
     try:
         assert not isinstance(first.proc, spawner.ForkedProcess)  # a fresh interpreter after the 2 s wait
         assert hung is None or not hung.alive  # closed, not left for the next start to wait on
-        assert probe(first)[0] == str(first.root)
+        assert probe(first)[0] == str(first.root / "work")
     finally:
         first.stop()
 
