@@ -5,7 +5,7 @@
 # (timeout_s 600), back to back: joined parts and /tmp/site live only while the machine is held.
 #   (a) part 1  #35-#38, what the 2026-12-07e session did not reach or found the tests wrong in:
 #       GPU_TESTS="tests/anti_hacking/test_gpu_attacks.py tests/judge/test_gpu_oracle.py tests/signals/test_gpu_signals.py
-#       tests/anti_hacking/test_gpu_library_policy.py tests/gpu/test_launch_gate.py
+#       tests/anti_hacking/test_gpu_library_policy.py tests/gpu/test_launch_gate.py tests/gpu/test_confine_gpu.py
 #       tests/gpu/test_judge_gpu.py::test_a_killed_runners_buffers_go_back
 #       tests/gpu/test_faults_gpu.py::test_a_fresh_runners_first_triton_call_fits_a_tight_call_limit" RATES="0 0.2" JOBS=4 ...
 #       gpu-tests:330 faults:240 probe-triton-driver:30  (faults: "judge restarts" must be 0; the judge's log comes

@@ -227,3 +227,34 @@ def test_a_cuda_runner_is_an_unprivileged_uid_of_its_own(forkserver, monkeypatch
     assert seen["reference_uid"] not in (0, None, seen["uid"]), seen
     assert seen["no_new_privs"] and seen["seccomp"] and seen["weak"] is None, seen
     assert report["signal_judge"] == errno.EPERM, report
+
+
+FILLS_ITS_FOLDER = """
+for _i in range(10):  # 40 MiB in 4 MiB files, at import
+    with open(f"part_{_i}.bin", "wb") as _f:
+        _f.write(b"x" * (4 << 20))
+"""
+
+
+def test_a_cuda_runners_jobs_write_in_a_folder_of_bounded_size(monkeypatch):
+    """As root, a cuda runner's jobs write in a tmpfs of bounded size in a mount namespace of its own (`disk_quota`,
+    20 MiB here): many files end in "No space left on device", and the next genuine job is correct."""
+    from kernel_gym.eval.job import EvalConfig, job_for
+    from kernel_gym.judge.pool import WorkerPool
+    from kernel_gym.tasks import load_task
+
+    if os.geteuid() != 0:
+        pytest.skip("the jobs' folder is a bounded tmpfs only as root")
+    monkeypatch.setenv("KERNEL_GYM_RUNNER_DISK_GB", str(20 / 1024))
+    genuine = (SOLUTIONS / "level1_relu.py").read_text()
+    task = load_task("level1/relu")
+    pool = WorkerPool("cuda", size=1, gpus=[0])
+    try:
+        fills = pool.evaluate(job_for(task, FILLS_ITS_FOLDER + genuine, backend="triton", config=EvalConfig(device="cuda")))
+        after = pool.evaluate(job_for(task, genuine, backend="triton", config=EvalConfig(device="cuda")))
+    finally:
+        pool.close()
+    print("isolation", json.dumps(fills.isolation))
+    assert "disk_quota" in fills.isolation["pieces"], fills.isolation
+    assert not fills.correct and "No space left on device" in fills.message, (fills.outcome, fills.message[:300])
+    assert after.correct, after.message[:300]
