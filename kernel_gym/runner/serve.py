@@ -154,7 +154,7 @@ def serve(fd: int, device: str, root: Path, memory_limit_gb: float | None, role:
     early += mount_ns.job_space(root / "work")  # where its jobs write, of bounded size (every job's folder is there)
     from kernel_gym.sandbox.channel import Channel
 
-    applied = early + limits.apply(device, memory_limit_gb)
+    applied = early + limits.apply(device, memory_limit_gb, role=role)
     (root / "pid").write_text(str(os.getpid()))  # lets a later pool sweep this folder if the runner dies
     _redirect_output(root)
     t0 = time.perf_counter()

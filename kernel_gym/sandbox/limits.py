@@ -7,6 +7,7 @@ while it is still single-threaded and before any candidate code exists.
 | adopts orphans, so everything a candidate spawns can be killed | prctl(PR_SET_CHILD_SUBREAPER) | Linux |
 | no network | unshare(CLONE_NEWNET): a fresh namespace with only a down loopback | Linux, as root |
 | no core dumps, bounded open files and processes | setrlimit CORE=0, NOFILE, NPROC | POSIX (NPROC is not enforced for root) |
+| a candidate's runner is the out-of-memory killer's first pick | /proc/self/oom_score_adj = 1000 | Linux |
 | no file over 1 GiB (its log included: a candidate printing in a loop) | setrlimit FSIZE (`KERNEL_GYM_RUNNER_FILE_GB`) | POSIX |
 | bounded address space | setrlimit AS | cpu workers only (CUDA reserves huge virtual ranges) |
 | scrubbed environment | the parent passes an allowlist of variables | everywhere |
@@ -116,6 +117,17 @@ def die_with_parent() -> bool:
     return bool(libc is not None and hasattr(libc, "prctl") and libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0)
 
 
+def _first_to_go() -> bool:
+    """A candidate's runner is the first process the kernel's out-of-memory killer picks (`oom_score_adj` 1000, which
+    any process may raise for itself): a job that exhausts the machine's memory loses its own runner, never the judge
+    every env shares nor another job's reference."""
+    try:
+        Path("/proc/self/oom_score_adj").write_text("1000")
+        return True
+    except OSError:
+        return False
+
+
 def largest_file() -> int:
     """The largest file a runner (and what it starts) may write, in bytes: $KERNEL_GYM_RUNNER_FILE_GB, else 1 GiB.
     A write past it fails (EFBIG; SIGXFSZ kills a writer that does not ignore it, as Python does): no job fills the
@@ -127,9 +139,12 @@ def largest_file() -> int:
     return max(1 << 20, int(gb * (1 << 30)))
 
 
-def apply(device: str, memory_limit_gb: float | None, max_open_files: int = 4096, max_processes: int = 512) -> list[str]:
+def apply(device: str, memory_limit_gb: float | None, max_open_files: int = 4096, max_processes: int = 512,
+          role: str = "candidate") -> list[str]:
     """Apply every limit this OS allows to the current process; returns the names of those in force."""
     applied = []
+    if role == "candidate" and _first_to_go():
+        applied.append("oom_first")
     libc = _libc()
     if libc is not None and hasattr(libc, "prctl"):
         if die_with_parent():

@@ -156,7 +156,7 @@ def test_what_is_in_force_for_a_runner_as_root(two_slots, solution):
     seen = result.isolation
     pieces = set(seen["pieces"])
     in_force = {"uid", "no_capabilities", "no_new_privs", "seccomp", "seccomp_all_threads", "no_network",
-                "pdeathsig", "subreaper", "rlimit_fsize", "disk_quota"}
+                "pdeathsig", "subreaper", "rlimit_fsize", "disk_quota", "oom_first"}
     if landlock_abi() >= 1:
         in_force |= {"landlock_fs", "landlock_proc"}
     if landlock_abi() >= 4:
