@@ -138,9 +138,11 @@ _PREFLIGHT: dict[str, Any] | None = None
 
 PROBE = """
 import json, os, sys, tempfile
+from pathlib import Path
 sys.path.insert(0, sys.argv[1])
 from kernel_gym.sandbox import confine, mount_ns, uids
 pieces = mount_ns.prepare("candidate")
+pieces += mount_ns.job_space(Path(sys.argv[2]) / "work")
 reasons = dict(mount_ns.prepared()["reasons"])
 uid = uids.target_uid("candidate")
 if uid is not None:
