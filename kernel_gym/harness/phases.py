@@ -50,8 +50,8 @@ def compiling() -> Iterator[None]:
             tell("run")
 
 
-def compiled(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """`fn` with every call a compile segment."""
+def compiled(fn: Callable[..., Any], unless: Callable[..., bool] | None = None) -> Callable[..., Any]:
+    """`fn` with every call a compile segment, but those for which `unless(*args, **kwargs)` is true."""
     import functools
 
     if getattr(fn, "__kernel_gym_compile__", False):
@@ -59,6 +59,8 @@ def compiled(fn: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if unless is not None and unless(*args, **kwargs):
+            return fn(*args, **kwargs)
         with compiling():
             return fn(*args, **kwargs)
 
@@ -82,23 +84,9 @@ def install_triton() -> None:
         autotuner.Autotuner._bench = compiled(autotuner.Autotuner._bench)  # noqa: SLF001
     kernel = getattr(triton.compiler, "CompiledKernel", None)
     if kernel is not None and hasattr(kernel, "_init_handles"):
-        kernel._init_handles = _first_load(kernel._init_handles)  # noqa: SLF001
+        # (a segment the first time only: a loaded kernel returns at once, and some versions call it every launch)
+        kernel._init_handles = compiled(kernel._init_handles, unless=_loaded)  # noqa: SLF001
 
 
-def _first_load(init_handles: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """`CompiledKernel._init_handles` as a compile segment the first time only (a loaded kernel returns at once, and
-    some Triton versions call it at every launch)."""
-    import functools
-
-    if getattr(init_handles, "__kernel_gym_compile__", False):
-        return init_handles
-
-    @functools.wraps(init_handles)
-    def wrapper(self: Any) -> Any:
-        if getattr(self, "module", None) is not None:
-            return init_handles(self)
-        with compiling():
-            return init_handles(self)
-
-    wrapper.__kernel_gym_compile__ = True
-    return wrapper
+def _loaded(kernel: Any) -> bool:
+    return getattr(kernel, "module", None) is not None

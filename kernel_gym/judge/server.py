@@ -292,7 +292,8 @@ class JudgeServer:
                     "done_by_client": {str(k): v for k, v in self.per_client_done.items()},
                     "queue_wait": stats(self.waits), "timing_lock_wait": stats(self.timing_waits),
                     "alone_wait": stats(self.alone_waits), "alone_waiting": self.pool.alone_waiting,
-                    "idle_releases": self.idle_releases, "accept_failures": self.accept_failures, "gpu_reserved_mb": self.pool.reserved_mb(),
+                    "idle_releases": self.idle_releases, "accept_failures": self.accept_failures,
+                    "gpu_reserved_mb": self.pool.reserved_mb(),
                     "spare_builders": builds.SPARES.waiting(),
                     "isolation": isolation.summary(),  # runners' uid, capabilities, namespaces; "weak" if short
                     "refused_peers": self.peer_gate.refused}

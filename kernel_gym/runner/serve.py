@@ -151,7 +151,7 @@ def serve(fd: int, device: str, root: Path, memory_limit_gb: float | None, role:
     # first, while root and single-threaded (a fresh interpreter, or a child of the fork server): what the runner's
     # uid must reach after the drop at its confinement, in a mount namespace of its own (sandbox/mount_ns.py)
     early = mount_ns.prepare(role)
-    early += mount_ns.job_space(root / "work")  # where its jobs write, of bounded size (every job's folder is there)
+    early += mount_ns.job_space(limits.jobs_folder(root))  # where its jobs write, of bounded size
     from kernel_gym.sandbox.channel import Channel
 
     applied = early + limits.apply(device, memory_limit_gb, role=role)
@@ -207,7 +207,7 @@ def _answer_requests(channel: Any, session: Any, root: Path, device: str, role: 
         if confined is None and request.get("op") == "begin":
             # confined before the first job's code exists, after what it keeps open (the channel, the log, CUDA,
             # the judge's interprocess events: the "events" request comes first)
-            confined = limits.confine(root, device, role, workdir=root / "work")
+            confined = limits.confine(root, device, role, workdir=limits.jobs_folder(root))
             if role == "candidate":
                 from kernel_gym.sandbox import shared
 

@@ -60,7 +60,7 @@ class Session:
 
     # ---- job lifecycle -------------------------------------------------------------------------------------------
     def begin(self) -> dict[str, Any]:
-        self.workdir = Path(tempfile.mkdtemp(prefix="job_", dir=self.root / "work"))  # (of bounded size: mount_ns)
+        self.workdir = Path(tempfile.mkdtemp(prefix="job_", dir=limits.jobs_folder(self.root)))
         # every library cache, HOME and TMPDIR: this job's own (limits.job_environment; serve.py works in its folder)
         os.environ.update(limits.job_environment(self.workdir))
         tempfile.tempdir = None
@@ -104,7 +104,7 @@ class Session:
             return {"threads_started": 0}
         cuda_raw.COMPILED.clear()
         try:
-            module = loading.load_candidate(source, self.workdir or self.root / "work")
+            module = loading.load_candidate(source, self.workdir or limits.jobs_folder(self.root))
         except cuda.CudaSourcesCaptured as captured:  # the judge compiles the source itself (judge/compile_check.py)
             raise Refusal("unsupported", CPU_ONLY.format(how="nvcc check"),
                           compile_check={"kind": "nvcc", "source": captured.kwargs.get("cuda_sources", "")}) from None

@@ -140,9 +140,9 @@ PROBE = """
 import json, os, sys, tempfile
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
-from kernel_gym.sandbox import confine, mount_ns, uids
+from kernel_gym.sandbox import confine, limits, mount_ns, uids
 pieces = mount_ns.prepare("candidate")
-pieces += mount_ns.job_space(Path(sys.argv[2]) / "work")
+pieces += mount_ns.job_space(limits.jobs_folder(Path(sys.argv[2])))
 reasons = dict(mount_ns.prepared()["reasons"])
 uid = uids.target_uid("candidate")
 if uid is not None:

@@ -128,15 +128,26 @@ def _first_to_go() -> bool:
         return False
 
 
+def gib_setting(variable: str, default_gib: float) -> int:
+    """A size in bytes set in GiB by $`variable` (else, or when it is no number, `default_gib`), at least 1 MiB."""
+    try:
+        gib = float(os.environ.get(variable) or default_gib)
+    except ValueError:
+        gib = default_gib
+    return max(1 << 20, int(gib * (1 << 30)))
+
+
 def largest_file() -> int:
     """The largest file a runner (and what it starts) may write, in bytes: $KERNEL_GYM_RUNNER_FILE_GB, else 1 GiB.
     A write past it fails (EFBIG; SIGXFSZ kills a writer that does not ignore it, as Python does): no job fills the
     machine's disk with one file, its log included."""
-    try:
-        gb = float(os.environ.get("KERNEL_GYM_RUNNER_FILE_GB") or 1.0)
-    except ValueError:
-        gb = 1.0
-    return max(1 << 20, int(gb * (1 << 30)))
+    return gib_setting("KERNEL_GYM_RUNNER_FILE_GB", 1.0)
+
+
+def jobs_folder(root: Path) -> Path:
+    """Where a runner's jobs write, beneath its root folder: every job's own folder (`job_environment`), the only
+    tree its confinement lets it write, of bounded size as root (`mount_ns.job_space`)."""
+    return root / "work"
 
 
 def apply(device: str, memory_limit_gb: float | None, max_open_files: int = 4096, max_processes: int = 512,
@@ -213,7 +224,7 @@ READ_CONFINED = frozenset({"builder", "check"})
 
 def confine(root: Path, device: str, role: str, workdir: Path | None = None) -> list[str]:
     """The runner's confinement (`kernel_gym.sandbox.confine`): writes only beneath `workdir` (default: its root
-    folder; a runner's is root/work, its jobs' folder of bounded size: `mount_ns.job_space`), its side's build
+    folder; a runner's is its jobs' folder, `jobs_folder`), its side's build
     caches, `$KERNEL_GYM_RUNNER_WRITABLE` (os.pathsep-separated, an operator's or a test's scratch folder) and, on
     cuda, /dev/shm (CUDA IPC's ref-counter files); seccomp; Landlock's network and scope rights. As root it always
     drops to an unprivileged uid with no capabilities (`kernel_gym.sandbox.uids`: one of its own unless

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from kernel_gym.sandbox.confine.libc import thread_count
+from kernel_gym.sandbox.limits import gib_setting
 from kernel_gym.sandbox.mount_plan import cache_folder, needed_paths, plan
 from kernel_gym.sandbox.uids import UID_VARIABLE, groups, share_caches, target_uid, writes_caches
 
@@ -164,11 +165,7 @@ JOB_SPACE_INODES = 200_000  # files and folders a runner's jobs may have at once
 
 def job_space_bytes() -> int:
     """How much a runner's jobs may write at once: $KERNEL_GYM_RUNNER_DISK_GB, else 2 GiB."""
-    try:
-        gb = float(os.environ.get("KERNEL_GYM_RUNNER_DISK_GB") or 2.0)
-    except ValueError:
-        gb = 2.0
-    return max(1 << 20, int(gb * (1 << 30)))
+    return gib_setting("KERNEL_GYM_RUNNER_DISK_GB", 2.0)
 
 
 def job_space(work: Path) -> list[str]:

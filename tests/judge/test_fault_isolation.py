@@ -482,8 +482,8 @@ def test_a_kernels_first_load_is_a_compile_segment_and_later_launches_are_not(mo
         def _init_handles(self):
             self.module = "loaded"
 
-    init = phases._first_load(Kernel._init_handles)
-    assert phases._first_load(init) is init  # (installed once)
+    init = phases.compiled(Kernel._init_handles, unless=phases._loaded)
+    assert phases.compiled(init, unless=phases._loaded) is init  # (installed once)
     kernel = Kernel()
     init(kernel)
     assert told == ["compile", "run"] and kernel.module == "loaded"

@@ -285,30 +285,20 @@ def test_a_judge_out_of_file_descriptors_serves_on(judge_dir):
         client.close()
 
 
-def _relu_job():
+def _relu_job(code: str | None = None, **config):
+    """A job of level1/relu on cpu: `code`, else the genuine solution."""
     from kernel_gym.eval.job import EvalConfig, job_for
     from kernel_gym.tasks import load_task
 
-    return job_for(load_task("level1/relu"), (SOL / "level1_relu.py").read_text(), backend="triton",
-                   config=EvalConfig(device="cpu", compile_timeout_s=120))
+    code = (SOL / "level1_relu.py").read_text() if code is None else code
+    return job_for(load_task("level1/relu"), code, backend="triton",
+                   config=EvalConfig(device="cpu", compile_timeout_s=120, **config))
 
 
-TRUNCATES_ARENAS = '''
+TRUNCATES_ARENAS = """
 import os
 import threading
 import time
-
-import torch
-import torch.nn as nn
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def _relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(y_ptr + offs, tl.maximum(tl.load(x_ptr + offs, mask=mask), 0.0), mask=mask)
 
 
 def _truncate_arenas():
@@ -321,33 +311,23 @@ def _truncate_arenas():
             except OSError:
                 pass
         time.sleep(0.001)
-
-
-class ModelNew(nn.Module):
-    def forward(self, x):
-        y = torch.empty_like(x)
-        _relu_kernel[(triton.cdiv(x.numel(), 1024),)](x, y, x.numel(), BLOCK=1024)
-        threading.Thread(target=_truncate_arenas, daemon=True).start()
-        return y
-'''
+"""
 
 
 @pytest.mark.timeout(300)
-def test_a_runner_cannot_truncate_the_judges_shared_memory(judge_dir):
+def test_a_runner_cannot_truncate_the_judges_shared_memory(judge_dir, relu_code):
     """A candidate truncates the shared-memory arenas its runner maps (Python's mmap keeps a descriptor of each)
     while the judge reads its outputs: a read past the end of a file is a SIGBUS, which ended the judge and every job
     it ran (the client's retry then ended the next one; measured before the fix), or the runner itself when its own
     copy of the outputs came later. The arenas' sizes are sealed: the same judge answers with a verdict on the
     solution, and judges the next job."""
-    from kernel_gym.eval.job import EvalConfig, job_for
     from kernel_gym.judge.client import JudgeClient
-    from kernel_gym.tasks import load_task
 
     client = JudgeClient.for_device("cpu")
     try:
         pid = client.status()["pid"]
-        attack = client.evaluate(job_for(load_task("level1/relu"), TRUNCATES_ARENAS, backend="triton",
-                                         config=EvalConfig(device="cpu", checks="none", compile_timeout_s=120)))
+        code = relu_code(header=TRUNCATES_ARENAS, extra="threading.Thread(target=_truncate_arenas, daemon=True).start()")
+        attack = client.evaluate(_relu_job(code, checks="none"))
         assert not attack.infra_failure and "background_thread" in attack.hacks, (attack.outcome, attack.message)
         assert client.status().get("pid") == pid  # the same judge
         assert client.evaluate(_relu_job()).outcome.value == "correct"
@@ -390,9 +370,7 @@ def test_a_runner_cannot_flood_the_judge_with_descriptors(judge_dir):
     killed, and the judge holds no more descriptors than before."""
     import threading
 
-    from kernel_gym.eval.job import EvalConfig, job_for
     from kernel_gym.judge.client import JudgeClient
-    from kernel_gym.tasks import load_task
 
     client = JudgeClient.for_device("cpu")
     try:
@@ -400,8 +378,7 @@ def test_a_runner_cannot_flood_the_judge_with_descriptors(judge_dir):
         client.evaluate(_relu_job())  # (its runners started)
         before = len(os.listdir(f"/proc/{pid}/fd"))
         box: list = []
-        job = job_for(load_task("level1/relu"), FLOODS_DESCRIPTORS, backend="triton",
-                      config=EvalConfig(device="cpu", checks="none", compile_timeout_s=120))
+        job = _relu_job(FLOODS_DESCRIPTORS, checks="none")
         thread = threading.Thread(target=lambda: box.append(client.evaluate(job)))
         thread.start()
         most = before
