@@ -193,4 +193,42 @@ def job_space(work: Path) -> list[str]:
     except OSError as e:
         reasons["disk_quota"] = f"{e} (the jobs' folder is a plain one)"
         return []
-    return ["disk_quota"]
+    return ["disk_quota", *_private_shm(libc)]
+
+
+SHM = "/dev/shm"
+
+
+def shm_bytes() -> int:
+    """The size of a runner's own /dev/shm: $KERNEL_GYM_RUNNER_SHM_GB, else 64 MiB; 0 keeps the machine's (shared)."""
+    try:
+        if float(os.environ.get("KERNEL_GYM_RUNNER_SHM_GB") or 1) == 0:
+            return 0
+    except ValueError:
+        pass
+    return gib_setting("KERNEL_GYM_RUNNER_SHM_GB", 1 / 16)
+
+
+def _private_shm(libc: ctypes.CDLL) -> list[str]:
+    """In the runner's own mount namespace (`job_space`'s): a fresh tmpfs of `shm_bytes` over /dev/shm. A cuda
+    runner may write /dev/shm (Landlock grants it for CUDA IPC's reference counters: sandbox/limits.py), and the
+    machine's is shared by every process: what a job left there stayed for later jobs to read, and no size bound
+    kept a job from filling the machine's memory with it. Here its files are its own, bounded, and gone with it; the
+    judge's files there (torch's counters of the buffers it shares, mode 0600) are out of its sight. A runner needs
+    none of them: the counter a consumer of a CUDA IPC share would decrement is released by the judge
+    (sandbox/shared.py, `Arena.release_count`), and a consumer that cannot open it goes on (torch ignores that
+    failure). Returns ["private_shm"] when in force; `prepared()["reasons"]["private_shm"]` says why not."""
+    reasons: dict[str, str] = _STATE["reasons"]
+    size = shm_bytes()
+    if not size:
+        reasons["private_shm"] = "KERNEL_GYM_RUNNER_SHM_GB=0: the machine's /dev/shm, shared"
+        return []
+    if not os.path.isdir(SHM):
+        reasons["private_shm"] = f"no {SHM} on this machine"
+        return []
+    try:
+        _mount(libc, "tmpfs", SHM, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, f"size={size},nr_inodes=4096,mode=1777")
+    except OSError as e:
+        reasons["private_shm"] = f"{e} (the machine's {SHM}, shared)"
+        return []
+    return ["private_shm"]

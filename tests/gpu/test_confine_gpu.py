@@ -258,3 +258,45 @@ def test_a_cuda_runners_jobs_write_in_a_folder_of_bounded_size(monkeypatch):
     assert "disk_quota" in fills.isolation["pieces"], fills.isolation
     assert not fills.correct and "No space left on device" in fills.message, (fills.outcome, fills.message[:300])
     assert after.correct, after.message[:300]
+
+
+FILLS_ITS_SHM = """
+import os as _os
+if _os.path.exists({planted!r}):
+    raise RuntimeError("saw a file of the machine's /dev/shm")
+with open("/dev/shm/fill.bin", "wb") as _f:  # 40 MiB where 20 are allowed
+    for _i in range(10):
+        _f.write(b"x" * (4 << 20))
+"""
+
+
+def test_a_cuda_runners_dev_shm_is_its_own_and_bounded(monkeypatch):
+    """As root, a cuda runner's /dev/shm (writable for CUDA IPC's counters) is a tmpfs of its own (`private_shm`,
+    20 MiB here): it does not see the machine's files there, a write past its size ends in "No space left on device"
+    and reaches nothing of the machine's, and CUDA IPC still works: the next genuine job is correct."""
+    import uuid
+
+    from kernel_gym.eval.job import EvalConfig, job_for
+    from kernel_gym.judge.pool import WorkerPool
+    from kernel_gym.tasks import load_task
+
+    if os.geteuid() != 0:
+        pytest.skip("a private /dev/shm needs a mount namespace of the runner's own (root)")
+    monkeypatch.setenv("KERNEL_GYM_RUNNER_SHM_GB", str(20 / 1024))
+    planted = Path("/dev/shm") / f"kernel_gym_test_{uuid.uuid4().hex}"
+    planted.write_bytes(b"another process's file")
+    genuine = (SOLUTIONS / "level1_relu.py").read_text()
+    task = load_task("level1/relu")
+    pool = WorkerPool("cuda", size=1, gpus=[0])
+    try:
+        fills = pool.evaluate(job_for(task, FILLS_ITS_SHM.format(planted=str(planted)) + genuine, backend="triton",
+                                      config=EvalConfig(device="cuda")))
+        after = pool.evaluate(job_for(task, genuine, backend="triton", config=EvalConfig(device="cuda")))
+    finally:
+        pool.close()
+        planted.unlink()
+    print("isolation", json.dumps(fills.isolation))
+    assert not fills.correct and "No space left on device" in fills.message, (fills.outcome, fills.message[:300])
+    assert "private_shm" in fills.isolation["pieces"], fills.isolation
+    assert not Path("/dev/shm/fill.bin").exists()
+    assert after.correct, after.message[:300]

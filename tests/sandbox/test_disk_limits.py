@@ -3,7 +3,8 @@
 Python ignores SIGXFSZ, so the write raises; a native writer is killed by the signal). And as root a runner's jobs
 write only in a tmpfs of $KERNEL_GYM_RUNNER_DISK_GB (2 GiB by default; 20 MiB here) in a mount namespace of its own:
 many smaller files end in "No space left on device", and nothing reaches the machine's disk. The job fails with that
-message, and the next job is judged as usual."""
+message, and the next job is judged as usual. Its /dev/shm is a tmpfs of its own, too (`private_shm`): what other
+processes keep there (the judge's CUDA IPC counters, another job's files) is out of its sight."""
 
 from __future__ import annotations
 
@@ -73,3 +74,28 @@ def test_many_files_past_the_jobs_space_fail_and_nothing_reaches_the_disk(small_
 def test_a_job_writes_nothing_outside_its_folder(small_file_pool, relu_code):
     result = small_file_pool.evaluate(make_job(relu_code(extra=OUTSIDE_ITS_FOLDER)))
     assert not result.correct and "Permission denied" in result.message, (result.outcome, result.message[:300])
+
+
+SEES_THE_MACHINES_SHM = """
+import os
+if os.path.exists({planted!r}):
+    raise RuntimeError("saw a file of the machine's /dev/shm")
+"""
+
+
+@pytest.mark.timeout(300)
+def test_a_runners_dev_shm_is_its_own(small_file_pool, relu_code, tmp_path):
+    import os
+    import uuid
+    from pathlib import Path
+
+    if os.geteuid() != 0:
+        pytest.skip("a private /dev/shm needs a mount namespace of the runner's own (root)")
+    planted = Path("/dev/shm") / f"kernel_gym_test_{uuid.uuid4().hex}"
+    planted.write_bytes(b"another process's file")
+    try:
+        result = small_file_pool.evaluate(make_job(relu_code(extra=SEES_THE_MACHINES_SHM.format(planted=str(planted)))))
+    finally:
+        planted.unlink()
+    assert result.outcome is Outcome.CORRECT, (result.outcome, result.message[:300])
+    assert "private_shm" in result.isolation["pieces"], result.isolation
