@@ -18,7 +18,7 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+from concurrent.futures import ALL_COMPLETED, FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -245,8 +245,10 @@ def _run_rounds(policy: Policy, pending: list[Pending], env_kwargs: dict[str, An
                 while queue and len(live) < cfg.concurrency:
                     live.append(sink.opened(_Live(*queue.pop(), env_kwargs, evaluator, cfg.seed)))
                 responses = _answer(policy, live, cfg.system_prompt)
-                for record in steppers.map(lambda s, r: s.step(r, policy.name, cfg.log_prompts), live, responses):
-                    sink(record)
+                steps = [steppers.submit(s.step, r, policy.name, cfg.log_prompts) for s, r in zip(live, responses)]
+                for step in steps:  # (in order, each as soon as it and those before it are done)
+                    _waited([step])
+                    sink(step.result())
                 for slot in [s for s in live if s.done]:
                     slot.close()
                 live = [s for s in live if not s.done]
@@ -275,11 +277,24 @@ def _run_async(policy: Policy, pending: list[Pending], env_kwargs: dict[str, Any
     with ThreadPoolExecutor(max_workers=cfg.concurrency) as pool:
         futures = [pool.submit(trajectory, item) for item in pending]
         try:
-            wait(futures, return_when=FIRST_EXCEPTION)
+            _waited(futures, first_exception=True)
         finally:
             stop.set()  # after a failure, the others stop after their current step
+        _waited(futures)
         for future in futures:
             future.result()
+
+
+def _waited(futures: list[Future], first_exception: bool = False) -> None:
+    """Until every future is done (or, with `first_exception`, one raised), waking twice a second. CPython runs a
+    signal's handler only in the main thread, between bytecodes; a signal the kernel hands to another thread (it
+    may: any thread that does not block it) does not interrupt the main thread's blocking wait, so Ctrl-C
+    (`kernel-gym rollout`'s handler ends the process at once) would wait for every step in flight (~100 s
+    measured)."""
+    while True:
+        done, running = wait(futures, timeout=0.5, return_when=FIRST_EXCEPTION if first_exception else ALL_COMPLETED)
+        if not running or (first_exception and any(not f.cancelled() and f.exception() for f in done)):
+            return
 
 
 def _open_log(out: str | Path | None, env_kwargs: dict[str, Any], cfg: RolloutConfig, policy: Policy):

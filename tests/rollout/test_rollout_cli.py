@@ -92,18 +92,21 @@ def test_fail_on_summary_error_exits_1_when_summaries_fell_back(monkeypatch, tmp
 
 
 @pytest.mark.timeout(300)
-def test_ctrl_c_stops_a_rollout_within_2_s_and_keeps_the_log(repo_root, tmp_path, solution, respond, relu_code):
-    """SIGINT during a rollout whose steps are slow (a forward that takes 6 s): out within 2 s (it waited for the
-    live trajectories' current steps: ~25 s with real evaluations), exit code 130, every logged turn kept."""
+def test_ctrl_c_stops_a_rollout_within_2_s_and_keeps_the_log(repo_root, tmp_path, respond, relu_code,
+                                                             runner_scratch):
+    """SIGINT during a rollout whose steps are slow (a forward that takes 6 s), once one of them is inside its
+    forward: out within 2 s (it waited for the live trajectories' current steps: ~25 s with real evaluations), exit
+    code 130, every logged turn kept (trajectory 0's first turn, an answer with no code, is logged at once)."""
     import signal
     import subprocess
     import sys
     import time
 
     responses = tmp_path / "responses.jsonl"
-    slow = respond(relu_code(extra="import time\ntime.sleep(6)"))
+    inside = runner_scratch / "inside_forward"
+    slow = respond(relu_code(extra=f"import time\nopen({str(inside)!r}, 'w').close()\ntime.sleep(6)"))
     rows = [{"task": "level1/relu", "response": slow},
-            {"task": "level1/relu", "trajectory": 0, "turn": 1, "response": respond(solution("level1/relu"))}]
+            {"task": "level1/relu", "trajectory": 0, "turn": 1, "response": "I have no kernel for this yet."}]
     responses.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path / "run"
     proc = subprocess.Popen([sys.executable, "-m", "kernel_gym.cli", "rollout", "--policy", f"replay:{responses}",
@@ -112,10 +115,9 @@ def test_ctrl_c_stops_a_rollout_within_2_s_and_keeps_the_log(repo_root, tmp_path
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     log = out / "rollout.jsonl"
     deadline = time.monotonic() + 240
-    while not (log.exists() and log.read_text().count("\n") >= 1):  # trajectory 0's fast first turn is in
+    while not (inside.exists() and log.exists() and log.read_text().count("\n") >= 1):
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
         time.sleep(0.2)
-    time.sleep(1.0)  # the slow steps are in flight
     t0 = time.monotonic()
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
