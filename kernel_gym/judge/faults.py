@@ -12,10 +12,13 @@ GPU_PROBE_TIMEOUT_S = 10.0
 
 class Cancel:
     """A running job's way out: its client went away, or it outlived its limit (the judge's watchdog). Cancelling
-    kills the job's candidate runner (and what it started): the job's next read of it ends the job at once."""
+    kills the job's candidate runner (and what it started): the job's next read of it ends the job at once. Only a
+    job ended for outliving its limit counts as a fault that may have stalled other jobs (judge/stalls.py): a job
+    whose client left did nothing wrong, and its killed runner must not cost a later timeout a rerun alone."""
 
     def __init__(self) -> None:
         self.reason: str | None = None
+        self.fault = False
         self._runner: RunnerProcess | None = None
         self._lock = threading.Lock()
 
@@ -23,13 +26,19 @@ class Cancel:
         with self._lock:
             self._runner = runner
             if runner is not None and self.reason is not None:
-                runner.kill_now()
+                self._end(runner)
 
-    def cancel(self, reason: str) -> None:
+    def cancel(self, reason: str, fault: bool = False) -> None:
         with self._lock:
-            self.reason = self.reason or reason
+            if self.reason is None:
+                self.reason, self.fault = reason, fault
             if self._runner is not None:
-                self._runner.kill_now()
+                self._end(self._runner)
+
+    def _end(self, runner: RunnerProcess) -> None:
+        if not self.fault:
+            runner.on_fault = None  # (its death is no fault of the job's)
+        runner.kill_now()
 
 
 def gpu_fault(device: str, timeout_s: float = GPU_PROBE_TIMEOUT_S) -> str | None:

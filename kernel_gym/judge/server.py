@@ -268,7 +268,7 @@ class JudgeServer:
                 self.overdue += len(late)
             for r in late:
                 log.error("judge: a job ran past its outer limit (%.0f s); ending it", r.limit_s)
-                r.cancel.cancel(f"it ran past its outer limit of {r.limit_s:.0f} s")
+                r.cancel.cancel(f"it ran past its outer limit of {r.limit_s:.0f} s", fault=True)
 
     def status(self) -> dict[str, Any]:
         def stats(xs: collections.deque[float]) -> dict[str, float]:

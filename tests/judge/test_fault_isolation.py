@@ -353,9 +353,12 @@ def test_forged_segments_never_restart_the_call_limit(pool, relu_code, forged):
 
 
 @pytest.mark.timeout(180)
-def test_a_job_ended_from_outside_is_no_verdict(pool, relu_code):
+@pytest.mark.parametrize("reason,fault", [("the watchdog: past its outer limit", True), ("its client went away", False)])
+def test_a_job_ended_from_outside_is_no_verdict(pool, relu_code, reason, fault):
     """A running job the judge ends (its client left, or the watchdog: `Cancel`) has its runner killed at once and
-    is an infrastructure failure that says why, never a verdict on the solution (a SIGKILL would read as oom)."""
+    is an infrastructure failure that says why, never a verdict on the solution (a SIGKILL would read as oom). Only
+    the watchdog's end is logged as a fault that may have stalled other jobs (a later timeout beside it is confirmed
+    alone: judge/stalls.py); a job whose client left costs no one a rerun."""
     import concurrent.futures
 
     from kernel_gym.judge.faults import Cancel
@@ -363,14 +366,16 @@ def test_a_job_ended_from_outside_is_no_verdict(pool, relu_code):
     cancel = Cancel()
     job = make_job(relu_code(extra=SPIN_FIRST_CALL), call_timeout_s=120.0, run_timeout_s=120.0)
     with concurrent.futures.ThreadPoolExecutor(1) as ex:
+        t_start = time.monotonic()
         future = ex.submit(pool.evaluate, job, cancel)
         time.sleep(8.0)  # inside its first call, spinning
         t0 = time.monotonic()
-        cancel.cancel("the watchdog: past its outer limit")
+        cancel.cancel(reason, fault=fault)
         result = future.result(timeout=60)
     assert time.monotonic() - t0 < 10
     assert result.outcome is Outcome.CRASH and result.infra_failure, result
-    assert "the watchdog" in result.message
+    assert reason in result.message
+    assert bool(pool._stalls.beside(-1, t_start, time.monotonic())) is fault
 
 
 @pytest.mark.timeout(300)
