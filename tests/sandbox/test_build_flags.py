@@ -60,7 +60,7 @@ def test_a_cpp17_solution_builds_through_the_judges_builder(tmp_path, monkeypatc
     monkeypatch.setattr(ext, "_import_module_from_library", ext._import_module_from_library)
     params = {"cpp_sources": "torch::Tensor relu_forward(torch::Tensor x);", "cuda_sources": RELU_CU,
               "functions": ["relu_forward"], "extra_cuda_cflags": ["-O3", "-std=c++17"]}
-    name = builder.build("kg_std17", params, tmp_path, fast=False)
+    name = builder.build("kg_std17", params, tmp_path)
     assert list((tmp_path / name).glob("*.so")), name
 
 
