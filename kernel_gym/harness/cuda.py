@@ -5,28 +5,22 @@ replaced by `isolated_load_inline`: it sends the call's arguments to the judge, 
 (`judge/builds.py`) checks them, builds them in a confined build process (with `fast_build`'s light and precompiled
 headers) under a content-hashed name, so an identical resubmission loads in ~0 s, and names the folder the runner
 imports the module from (a folder the runner may read, never write). On cpu a call with CUDA sources is captured
-instead and stops the import with `CudaSourcesCaptured`, after which the judge's `nvcc_check` compiles the CUDA
+instead and stops the import with `CudaSourcesCaptured`, after which the judge's `nvcc_check` (judge/compile_check.py) compiles the CUDA
 sources to a cubin; a C++-only extension is built and runs on cpu too.
 """
 
 from __future__ import annotations
 
-import hashlib
 import inspect
-import json
 import logging
 import os
 import re
 import shutil
-import subprocess
-import sysconfig
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from kernel_gym.harness.launches import counted_extension
-from kernel_gym.paths import cache_dir
 
 log = logging.getLogger(__name__)
 _REAL_LOAD_INLINE = None
@@ -107,54 +101,8 @@ def install(device: str) -> None:
     ext.load_inline = isolated_load_inline
 
 
-def _cache_dir() -> Path:
-    """The nvcc check's results: written by the judge only (judge/compile_check.py), never by a runner."""
-    root = cache_dir("nvcc_checks")
-    root.mkdir(parents=True, exist_ok=True)
-    return root
-
-
 def find_nvcc() -> str | None:
     cuda_home = os.environ.get("CUDA_HOME")
     if cuda_home and (Path(cuda_home) / "bin" / "nvcc").exists():
         return str(Path(cuda_home) / "bin" / "nvcc")
     return shutil.which("nvcc")
-
-
-def nvcc_check(cuda_source: str, *, arch: str = "sm_90", timeout_s: float = 300.0, workdir: Path) -> tuple[bool, str]:
-    """Compile CUDA source (torch headers on the include path) to a cubin; (ok, trimmed log). Cached by content.
-
-    nvcc runs as a compile check (kernel_gym/sandbox/toolchain.py): the build processes' allow-listed environment,
-    confined to read only the toolchain, the Python install and `workdir` (its source's only folder) and to write
-    only `workdir`; a diagnostic located in any other file is withheld from the log."""
-    from kernel_gym.sandbox import toolchain
-
-    nvcc = find_nvcc()
-    if nvcc is None:
-        return True, "nvcc not found: the CUDA source was not compile-checked"
-    # (the version tag: no result of an unconfined check, whose log may quote the judge's files, is served again)
-    from kernel_gym.harness import cutlass
-
-    extra = [*[f"-I{d}" for d in cutlass.include_dirs()], *cutlass.NVCC_FLAGS] if cutlass.uses(cuda_source) else []
-    key = hashlib.sha256(f"confined-1\0{arch}\0{extra}\0{cuda_source}".encode()).hexdigest()
-    cached = _cache_dir() / f"{key}.json"
-    if cached.exists():
-        d = json.loads(cached.read_text())
-        return d["ok"], d["log"]
-    from torch.utils.cpp_extension import include_paths
-
-    src = workdir / "check.cu"
-    src.write_text(cuda_source)
-    cmd = [str(Path(nvcc).resolve()), "-cubin", f"-arch={arch}", "-std=c++20", "-o", str(workdir / "check.cubin"),
-           str(src), "-I" + sysconfig.get_paths()["include"], "-DTORCH_EXTENSION_NAME=check", "-w"]
-    cmd += [f"-I{p}" for p in include_paths()] + extra
-    t0 = time.perf_counter()
-    try:
-        run = toolchain.run(cmd, workdir, timeout_s)
-    except subprocess.TimeoutExpired:
-        return False, f"nvcc did not finish within {timeout_s:.0f} s"
-    ok = run.returncode == 0
-    log = "" if ok else toolchain.redact(run.stderr + run.stdout, workdir)
-    log = log.replace(str(src), "cuda_sources")
-    cached.write_text(json.dumps({"ok": ok, "log": log, "seconds": time.perf_counter() - t0}))
-    return ok, log

@@ -16,16 +16,21 @@ source that compiles and that the solution carries itself (docs/anti-hacking.md)
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
 import sys
+import sysconfig
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 from kernel_gym.harness import cuda
 from kernel_gym.harness.errors import trim
+from kernel_gym.judge.fast_build import lighter_source
+from kernel_gym.paths import cache_dir
 
 NVRTC_TIMEOUT_S = 120.0
 KINDS = {"nvcc": "nvcc failed on cuda_sources", "nvrtc": "NVRTC failed on the CUDA source"}
@@ -44,7 +49,7 @@ def verify(claim: Any, code: str, signals: dict[str, float] | None = None) -> tu
                        + (f"kernels its code does not name ({', '.join(missing[:5])})" if names else "no kernel"))
     if kind == "nvcc":
         with tempfile.TemporaryDirectory(prefix="kernel_gym_check_") as workdir:
-            ok, log = cuda.nvcc_check(source, workdir=Path(workdir))
+            ok, log = nvcc_check(source, workdir=Path(workdir))
             if ok and signals is not None:  # registers, shared memory, occupancy of the check's cubin
                 from kernel_gym.signals import collect
 
@@ -55,6 +60,61 @@ def verify(claim: Any, code: str, signals: dict[str, float] | None = None) -> tu
             return False, "the NVRTC options reported for this solution are not a list of strings"
         ok, log = nvrtc_check(source, options)
     return ok, "" if ok else f"{KINDS[kind]}:\n{trim(log)}"
+
+
+def _cache_dir() -> Path:
+    """The nvcc check's results: written by the judge only (judge/compile_check.py), never by a runner."""
+    root = cache_dir("nvcc_checks")
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def nvcc_check(cuda_source: str, *, arch: str = "sm_90", timeout_s: float = 300.0, workdir: Path) -> tuple[bool, str]:
+    """Compile CUDA source (torch headers on the include path) to a cubin; (ok, trimmed log). Cached by content.
+
+    nvcc runs as a compile check (kernel_gym/sandbox/toolchain.py): the build processes' allow-listed environment,
+    confined to read only the toolchain, the Python install and `workdir` (its source's only folder) and to write
+    only `workdir`; a diagnostic located in any other file is withheld from the log."""
+    from kernel_gym.sandbox import toolchain
+
+    nvcc = cuda.find_nvcc()
+    if nvcc is None:
+        return True, "nvcc not found: the CUDA source was not compile-checked"
+    # (the version tag: no result of an unconfined check, whose log may quote the judge's files, is served again)
+    from kernel_gym.harness import cutlass
+
+    extra = [*[f"-I{d}" for d in cutlass.include_dirs()], *cutlass.NVCC_FLAGS] if cutlass.uses(cuda_source) else []
+    key = hashlib.sha256(f"confined-1\0{arch}\0{extra}\0{cuda_source}".encode()).hexdigest()
+    cached = _cache_dir() / f"{key}.json"
+    if cached.exists():
+        d = json.loads(cached.read_text())
+        return d["ok"], d["log"]
+    from torch.utils.cpp_extension import include_paths
+
+    src = workdir / "check.cu"
+    cmd = [str(Path(nvcc).resolve()), "-cubin", f"-arch={arch}", "-std=c++20", "-o", str(workdir / "check.cubin"),
+           str(src), "-I" + sysconfig.get_paths()["include"], "-DTORCH_EXTENSION_NAME=check", "-w"]
+    cmd += [f"-I{p}" for p in include_paths()] + extra
+    light_dir = workdir / "light"
+    light_dir.mkdir(exist_ok=True)
+    # first with the lightest torch header that suffices (fast_build: 13-24 s of nvcc instead of ~60 s); a failure
+    # there is no verdict: the source as written decides
+    light = lighter_source(cuda_source, light_dir)
+    attempts = ([(light[1], light[0], [f"-I{light_dir}"])] if light else []) + [("stock", cuda_source, [])]
+    t0 = time.perf_counter()
+    for header, text, flags in attempts:
+        src.write_text(text)
+        try:
+            run = toolchain.run(cmd + flags, workdir, timeout_s)
+        except subprocess.TimeoutExpired:
+            return False, f"nvcc did not finish within {timeout_s:.0f} s"
+        ok = run.returncode == 0
+        if ok or header == "stock":
+            break
+    log = "" if ok else toolchain.redact(run.stderr + run.stdout, workdir)
+    log = log.replace(str(src), "cuda_sources")
+    cached.write_text(json.dumps({"ok": ok, "log": log, "seconds": time.perf_counter() - t0, "header": header}))
+    return ok, log
 
 
 def nvrtc_check(source: str, options: list[str]) -> tuple[bool, str]:

@@ -80,14 +80,15 @@ def _text(src: Any) -> str:
     return "\n".join(src) if isinstance(src, (list, tuple)) else (src or "")
 
 
-def lite_headers(cuda_source: str) -> tuple[str, ...]:
+def lite_headers(cuda_source: str, folder: Path | None = None) -> tuple[str, ...]:
     """The ATen/c10 headers of the light header for this source: the base set, the factory ops it names, and the
-    CUDA guard and context headers only when it uses them."""
+    CUDA guard and context headers only when it uses them (the ops' light headers written into `folder`, default
+    `lite_include_dir()`)."""
     ops, extra = lite_needs(cuda_source)
-    return (*BASE_HEADERS, *(ops_header(n) for n in ops), *extra)
+    return (*BASE_HEADERS, *(ops_header(n, folder) for n in ops), *extra)
 
 
-def ops_header(op: str) -> str:
+def ops_header(op: str, folder: Path | None = None) -> str:
     """A light stand-in for `ATen/ops/<op>.h`, derived from the installed torch's own header: its inline wrappers
     (the same code) over `ATen/ops/<op>_ops.h`, without the includes that pull in ATen/Context.h (about 6 s of a
     CUDA file's compile, measured with nvcc here: 7.8 s against 14 s for a typical file). Written into the light
@@ -99,7 +100,7 @@ def ops_header(op: str) -> str:
     text = "\n".join([f"#pragma once\n// kernel-gym: {src.name} of torch {torch.__version__} without its includes",
                       "#include <ATen/core/Tensor.h>", f"#include <ATen/ops/{op}_ops.h>", *body]) + "\n"
     name = f"kernel_gym_ops_{op}_{hashlib.sha256(text.encode()).hexdigest()[:10]}.h"
-    write_once(lite_include_dir() / name, text)
+    write_once((folder or lite_include_dir()) / name, text)
     return name
 
 
@@ -130,12 +131,27 @@ def lite_include_dir() -> Path:
     return d
 
 
-def lite_header(headers: tuple[str, ...]) -> str:
-    """The file name (in lite_include_dir()) of the light header with these includes, written if missing."""
+def lite_header(headers: tuple[str, ...], folder: Path | None = None) -> str:
+    """The file name (in `folder`, default lite_include_dir()) of the light header with these includes, written if
+    missing."""
     text = lite_header_text(headers)
     name = f"{LITE_PREFIX}_{hashlib.sha256(text.encode()).hexdigest()[:12]}.h"
-    write_once(lite_include_dir() / name, text)
+    write_once((folder or lite_include_dir()) / name, text)
     return name
+
+
+def lighter_source(cuda_source: str, folder: Path) -> tuple[str, str] | None:
+    """For a compile check of one CUDA file (harness/cuda.py, `nvcc_check`): the source with its
+    `#include <torch/extension.h>` swapped for the lightest header that suffices (the light header, written with its
+    ops' headers into `folder`, or torch/types.h), and the choice; None when only the stock header serves, or fast
+    builds are off. As in a build, a failed light compile is no verdict: the stock source decides."""
+    if not enabled():
+        return None
+    choice = header_choice(cuda_source)
+    if choice == "stock":
+        return None
+    header = f"<{lite_header(lite_headers(cuda_source, folder), folder)}>" if choice == "lite" else "<torch/types.h>"
+    return EXTENSION_INCLUDE.sub(f"#include {header}", cuda_source, count=1), choice
 
 
 def pch_dir(extra_cflags: list[str], extra_include_paths: list[str], header: str = "stock") -> Path | None:

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from kernel_gym.harness import cutlass
-from kernel_gym.harness.cuda import find_nvcc, nvcc_check
+from kernel_gym.harness.cuda import find_nvcc
 from kernel_gym.judge.builds import normalize
+from kernel_gym.judge.compile_check import nvcc_check
 
 CUTE = (Path(__file__).resolve().parents[1] / "solutions" / "cuda" / "level1_relu_cute.py").read_text()
 CUDA_SOURCE = CUTE.split('CUDA = r"""', 1)[1].split('"""', 1)[0]
