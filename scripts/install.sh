@@ -34,6 +34,12 @@ VERL_VERSION=0.9.1  # kernel_gym.integrations.verl relies on its agent-loop work
 TRANSFERQUEUE_VERSION=0.1.11
 NEMO_GYM_VERSION=0.7.0  # kernel_gym.integrations.nemo_gym builds on its GymnasiumServer and gymnasium_agent
 
+if [ "${KERNEL_GYM_SKYRL:-0}" = 1 ]; then  # SkyRL's interpreter (a CPython build where none is found) meanwhile
+  mkdir -p .skyrl
+  bash scripts/skyrl_python.sh --interpreter >.skyrl/interpreter.log 2>&1 &
+  SKYRL_INTERPRETER=$!
+  trap 'kill "$SKYRL_INTERPRETER" 2>/dev/null || true' EXIT  # (a failed pip step leaves no build behind)
+fi
 "$PYTHON" -m venv .venv
 # Byte-compiled at install (~1 CPU-minute): the evaluation's runner processes import torch and triton from a
 # read-only site-packages (they are confined, and never write bytecode), so without the .pyc files every runner start
@@ -53,6 +59,8 @@ echo "note: OpenRLHF and verl are installed without their GPU stacks (vLLM, Deep
   "adapters and tests; so is nemo-gym (its Python floor and pins); \`pip check\` lists those pins as missing, as" \
   "expected (docs/openrlhf.md, docs/trainers.md)"
 if [ "${KERNEL_GYM_SKYRL:-0}" = 1 ]; then
+  wait "$SKYRL_INTERPRETER" || { cat .skyrl/interpreter.log >&2; exit 1; }
+  cat .skyrl/interpreter.log
   bash scripts/skyrl_python.sh
 fi
 echo "kernel-gym installed in .venv ($(.venv/bin/kernel-gym --version)); run .venv/bin/kernel-gym demo"

@@ -4,6 +4,7 @@
 # through `SkyRLGymGenerator.generate` in it (scripts/skyrl_episode.py), its evaluation served from .venv.
 #
 #   bash scripts/skyrl_python.sh            # after scripts/install.sh (or: KERNEL_GYM_SKYRL=1 bash scripts/install.sh)
+#   bash scripts/skyrl_python.sh --interpreter   # only find or build the interpreter (install.sh: beside its pip runs)
 #
 # The interpreter: $SKYRL_PYTHON if set; else one built here before (.skyrl/python); else the first python3.13,
 # python3.12 or python3.14 on PATH that runs with ssl and venv; else CPython 3.13.5 built from source into
@@ -87,6 +88,10 @@ find_python() {
   echo "$PREFIX/bin/python3"
 }
 
+if [ "${1:-}" = --interpreter ]; then  # the interpreter only (scripts/install.sh builds it while pip installs .venv)
+  find_python >/dev/null
+  exit 0
+fi
 [ -x .venv/bin/python ] || { echo "skyrl_python: run bash scripts/install.sh first (torch's version comes from .venv)" >&2
   exit 1; }
 TORCH_VERSION=$(.venv/bin/python -c "import importlib.metadata as m; print(m.version('torch').split('+')[0])")
