@@ -265,7 +265,7 @@ def test_time_stopped_is_not_counted_against_a_request():
 
     ours, theirs = socket.socketpair()
     runner = RunnerProcess.__new__(RunnerProcess)
-    runner.channel, runner.stopped_s = Channel(ours), 0.0
+    runner.channel, runner.stopped_s, runner.stopped_since = Channel(ours), 0.0, None
 
     def stopped_then_answers() -> None:
         time.sleep(0.1)
@@ -278,6 +278,61 @@ def test_time_stopped_is_not_counted_against_a_request():
     assert reply == {"id": 1}
     ours.close()
     theirs.close()
+
+
+def test_a_stop_still_in_progress_at_the_deadline_is_not_counted_against_a_request():
+    """A runner stopped for longer than its request's time left (another job's timing took longer): the deadline
+    passes while it is stopped, before the stop is over and added up; the request is still in time."""
+    from kernel_gym.judge.runners import _STOP_LOCK, RunnerProcess
+    from kernel_gym.sandbox.channel import Channel
+
+    ours, theirs = socket.socketpair()
+    runner = RunnerProcess.__new__(RunnerProcess)
+    runner.channel, runner.stopped_s, runner.stopped_since = Channel(ours), 0.0, None
+
+    def stopped_long_then_answers() -> None:
+        time.sleep(0.1)
+        with _STOP_LOCK:  # as others_stopped: a stop begins ...
+            runner.stopped_since = since = time.monotonic()
+        time.sleep(1.0)  # ... and outlasts the request's deadline (0.3 s) ...
+        with _STOP_LOCK:  # ... then ends, and is added up
+            runner.stopped_s, runner.stopped_since = runner.stopped_s + time.monotonic() - since, None
+        time.sleep(0.1)
+        theirs.sendall(b'{"id": 1}\n')
+
+    threading.Thread(target=stopped_long_then_answers).start()
+    reply, deadline = runner._receive(time.monotonic() + 0.3)
+    assert reply == {"id": 1}
+    ours.close()
+    theirs.close()
+
+
+@pytest.mark.timeout(300)
+def test_a_call_stopped_longer_than_its_limit_by_another_jobs_timing_is_judged(pool, relu_code, runner_scratch):
+    """A genuine job whose runner another job's timing stops (others_stopped) in the middle of a call, for longer
+    than its call limit, is correct, not a timeout: the stop is never counted, the one in progress at the deadline
+    included."""
+    import concurrent.futures
+
+    from kernel_gym.judge.runners import others_stopped
+
+    marker = runner_scratch / "in_its_third_call"
+    marker.unlink(missing_ok=True)
+    slow = relu_code(header="import time", extra=f"""
+        if self.calls == 3:
+            open({str(marker)!r}, "w").close()
+        time.sleep(0.5)""")  # every call takes 0.5 s
+    job = make_job(slow, call_timeout_s=2.0, checks="none")
+    with concurrent.futures.ThreadPoolExecutor(1) as ex:
+        future = ex.submit(pool.evaluate, job)
+        deadline = time.monotonic() + 120
+        while not marker.exists():
+            assert time.monotonic() < deadline and not future.done(), future.result() if future.done() else None
+            time.sleep(0.02)
+        with others_stopped(keep=()):  # stopped 0.0-0.5 s into its third call, for twice the call limit
+            time.sleep(4.0)
+        result = future.result(timeout=120)
+    assert result.outcome is Outcome.CORRECT, (result.outcome, result.message[:300])
 
 
 @pytest.fixture
