@@ -81,12 +81,19 @@ def fault_plan(rate: float, clients: int, jobs: int, seed: int = 0) -> dict[int,
     return plan
 
 
-def judge_pid(device: str) -> int | None:
-    """The pid of the machine's judge for `device` now (None when none answers)."""
+def judge_client(device: str):
+    """A client of the machine's judge for `device`; where none runs this starts it as the clients would
+    (KERNEL_GYM_JUDGE_SLOTS, 8 by default: LocalEvaluator's). (JudgeClient.for_device's default is one slot: the
+    2026-12-07f run started its judge here with one, and measured that.)"""
     from kernel_gym.judge.client import JudgeClient
 
+    return JudgeClient.for_device(device, slots=int(os.environ.get("KERNEL_GYM_JUDGE_SLOTS", "8") or 8))
+
+
+def judge_pid(device: str) -> int | None:
+    """The pid of the machine's judge for `device` now (None when none answers; starts one where none runs)."""
     try:
-        client = JudgeClient.for_device(device)
+        client = judge_client(device)
         try:
             return client.status().get("pid")
         finally:
@@ -168,11 +175,10 @@ def summarize(rate: float, rows: list[dict], wall: float) -> dict:
 
 def after_run(device: str) -> dict:
     """The judge's status, runner processes alive, and the GPU's memory in use, once every client is done."""
-    from kernel_gym.judge.client import JudgeClient
 
     out: dict = {}
     try:
-        client = JudgeClient.for_device(device)
+        client = judge_client(device)
         status = client.status()
         client.close()
         out["status"] = {k: status.get(k) for k in ("pid", "running", "running_jobs", "queued", "overdue", "cancelled",
