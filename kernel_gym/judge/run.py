@@ -103,9 +103,12 @@ class JudgeRun:
             arena = Arena(specs, self.device)
             descriptor, fds = arena.descriptor()
             side.runner.share(arena)
-            side.runner.request("bind", deadline=self.deadline(), stage=self.stage, slot=name, descriptor=descriptor,
-                                fds=fds)
-            side.slots[name] = arena
+            side.slots[name] = arena  # (closed with the side, attached or not)
+            reply = side.runner.request("bind", deadline=self.deadline(), stage=self.stage, slot=name,
+                                        descriptor=descriptor, fds=fds)
+            if "error" in reply:  # (unchecked, a runner that could not attach failed its next call: KeyError 'in')
+                self.fail({**reply["error"], "message": "the runner could not attach the judge's buffers: "
+                           + str(reply["error"].get("message", ""))}, side)
         return arena
 
     def place_inputs(self, side: Side, values: list[Any], slot: str = "in",

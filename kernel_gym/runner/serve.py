@@ -151,7 +151,7 @@ def serve(fd: int, device: str, root: Path, memory_limit_gb: float | None, role:
     # first, while root and single-threaded (a fresh interpreter, or a child of the fork server): what the runner's
     # uid must reach after the drop at its confinement, in a mount namespace of its own (sandbox/mount_ns.py)
     early = mount_ns.prepare(role)
-    early += mount_ns.job_space(limits.jobs_folder(root))  # where its jobs write, of bounded size
+    early += mount_ns.job_space(limits.jobs_folder(root), device)  # where its jobs write, of bounded size
     from kernel_gym.sandbox.channel import Channel
 
     applied = early + limits.apply(device, memory_limit_gb, role=role)

@@ -168,7 +168,7 @@ def job_space_bytes() -> int:
     return gib_setting("KERNEL_GYM_RUNNER_DISK_GB", 2.0)
 
 
-def job_space(work: Path) -> list[str]:
+def job_space(work: Path, device: str = "cpu") -> list[str]:
     """The folder a runner's jobs write in (their files, caches, HOME and TMPDIR: runner/session.py), made a tmpfs of
     bounded size (`job_space_bytes`) in a mount namespace of the runner's own: a job that writes more gets "No space
     left on device", and no job fills the machine's disk. Its pages count as the runner's memory and are gone when
@@ -193,35 +193,41 @@ def job_space(work: Path) -> list[str]:
     except OSError as e:
         reasons["disk_quota"] = f"{e} (the jobs' folder is a plain one)"
         return []
-    return ["disk_quota", *_private_shm(libc)]
+    return ["disk_quota", *_private_shm(libc, device)]
 
 
 SHM = "/dev/shm"
 
 
-def shm_bytes() -> int:
-    """The size of a runner's own /dev/shm: $KERNEL_GYM_RUNNER_SHM_GB, else 64 MiB; 0 keeps the machine's (shared)."""
+def shm_bytes(device: str = "cpu") -> int:
+    """The size of a runner's own /dev/shm: $KERNEL_GYM_RUNNER_SHM_GB, else 64 MiB on cpu; 0 keeps the machine's
+    (shared). On cuda only where the variable is set: under a private /dev/shm the H100's reference runner could not
+    attach the judge's CUDA IPC buffers (2026-12-07f; the CUDA driver's interprocess events are the suspect), so
+    cuda runners keep the machine's until that is measured (tests/gpu/test_confine_gpu.py)."""
+    raw = os.environ.get("KERNEL_GYM_RUNNER_SHM_GB", "").strip()
+    if device == "cuda" and not raw:
+        return 0
     try:
-        if float(os.environ.get("KERNEL_GYM_RUNNER_SHM_GB") or 1) == 0:
+        if float(raw or 1) == 0:
             return 0
     except ValueError:
         pass
     return gib_setting("KERNEL_GYM_RUNNER_SHM_GB", 1 / 16)
 
 
-def _private_shm(libc: ctypes.CDLL) -> list[str]:
-    """In the runner's own mount namespace (`job_space`'s): a fresh tmpfs of `shm_bytes` over /dev/shm. A cuda
-    runner may write /dev/shm (Landlock grants it for CUDA IPC's reference counters: sandbox/limits.py), and the
-    machine's is shared by every process: what a job left there stayed for later jobs to read, and no size bound
-    kept a job from filling the machine's memory with it. Here its files are its own, bounded, and gone with it; the
-    judge's files there (torch's counters of the buffers it shares, mode 0600) are out of its sight. A runner needs
-    none of them: the counter a consumer of a CUDA IPC share would decrement is released by the judge
-    (sandbox/shared.py, `Arena.release_count`), and a consumer that cannot open it goes on (torch ignores that
-    failure). Returns ["private_shm"] when in force; `prepared()["reasons"]["private_shm"]` says why not."""
+def _private_shm(libc: ctypes.CDLL, device: str) -> list[str]:
+    """In the runner's own mount namespace (`job_space`'s): a fresh tmpfs of `shm_bytes` over /dev/shm. The
+    machine's is shared by every process: what other processes keep there (the judge's torch IPC counters, another
+    job's files) is out of a cpu runner's sight with this. On cuda, where Landlock lets a runner write /dev/shm
+    (sandbox/limits.py), it would also bound what a job writes there and drop it with the runner; but a cuda runner
+    needs the machine's /dev/shm for CUDA IPC as far as measured (`shm_bytes`), so there it is opt-in. Returns
+    ["private_shm"] when in force; `prepared()["reasons"]["private_shm"]` says why not."""
     reasons: dict[str, str] = _STATE["reasons"]
-    size = shm_bytes()
+    size = shm_bytes(device)
     if not size:
-        reasons["private_shm"] = "KERNEL_GYM_RUNNER_SHM_GB=0: the machine's /dev/shm, shared"
+        reasons["private_shm"] = ("cuda: the machine's /dev/shm, shared (CUDA IPC; KERNEL_GYM_RUNNER_SHM_GB opts in)"
+                                  if device == "cuda" and not os.environ.get("KERNEL_GYM_RUNNER_SHM_GB", "").strip()
+                                  else "KERNEL_GYM_RUNNER_SHM_GB=0: the machine's /dev/shm, shared")
         return []
     if not os.path.isdir(SHM):
         reasons["private_shm"] = f"no {SHM} on this machine"

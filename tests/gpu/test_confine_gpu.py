@@ -270,6 +270,9 @@ with open("/dev/shm/fill.bin", "wb") as _f:  # 40 MiB where 20 are allowed
 """
 
 
+@pytest.mark.xfail(reason="opt-in on cuda (KERNEL_GYM_RUNNER_SHM_GB): on the H100 (2026-12-07f) the reference runner "
+                   "could not attach the judge's CUDA IPC buffers under a private /dev/shm (KeyError 'in' then; the "
+                   "bind's own error is reported now)", strict=False)
 def test_a_cuda_runners_dev_shm_is_its_own_and_bounded(monkeypatch):
     """As root, a cuda runner's /dev/shm (writable for CUDA IPC's counters) is a tmpfs of its own (`private_shm`,
     20 MiB here): it does not see the machine's files there, a write past its size ends in "No space left on device"

@@ -308,3 +308,33 @@ def test_the_stall_log_waits_for_the_calls_in_flight_and_counts_only_other_jobs(
     threading.Thread(target=lambda: (time.sleep(0.6), later.record(2))).start()
     now = time.monotonic()
     assert later.beside(1, now - 0.1, now) == 0  # (nothing in flight: the window closed at SETTLE_S)
+
+
+def test_a_runner_that_cannot_attach_the_judges_buffers_fails_the_job_with_why():
+    """A bind the runner answers with an error is the job's failure at once, with that error (it was ignored, and
+    the runner's next call failed with KeyError: 'in')."""
+    import time
+    from types import SimpleNamespace
+
+    import torch
+
+    from kernel_gym.errors import SandboxError
+    from kernel_gym.judge.run import JudgeRun
+    from kernel_gym.judge.sides import Side
+
+    class Refuses:
+        def share(self, arena):
+            pass
+
+        def request(self, op, **fields):
+            assert op == "bind"
+            return {"error": {"outcome": "runtime_error", "message": "OSError: no CUDA IPC here", "poisoned": False}}
+
+    jr = JudgeRun.__new__(JudgeRun)
+    jr.device, jr.stage = torch.device("cpu"), "compile"
+    jr.limits = SimpleNamespace(deadline=lambda stage: time.monotonic() + 5)
+    ref = Side(Refuses(), "reference")
+    jr.ref = ref
+    with pytest.raises(SandboxError, match="could not attach the judge's buffers: OSError: no CUDA IPC here"):
+        jr.slot(ref, "in", [])
+    ref.close()
