@@ -258,8 +258,22 @@ def test_other_candidate_runners_are_stopped_while_a_job_is_timed():
         pool.close()
 
 
-def test_time_stopped_is_not_counted_against_a_request():
-    """A reply that comes after the request's limit, because the runner was stopped meanwhile, is still in time."""
+def _stop(runner, seconds: float) -> None:
+    """As others_stopped does to `runner`: a stop begins, lasts `seconds`, ends and is added up."""
+    from kernel_gym.judge.runners import _STOP_LOCK
+
+    with _STOP_LOCK:
+        runner.stopped_since = since = time.monotonic()
+    time.sleep(seconds)
+    with _STOP_LOCK:
+        runner.stopped_s, runner.stopped_since = runner.stopped_s + time.monotonic() - since, None
+
+
+@pytest.mark.parametrize("stop_s,answer_s", [(0.3, 0.2), (1.0, 0.1)], ids=["ended-before", "in-progress-at"])
+def test_time_stopped_is_not_counted_against_a_request(stop_s, answer_s):
+    """A reply that comes after the request's limit (0.5 s), because the runner was stopped meanwhile, is still in
+    time: a stop that ended before the deadline, and one still in progress when the deadline passed (another job's
+    timing outlasted the request's time left; it used to be a timeout before the stop was added up)."""
     from kernel_gym.judge.runners import RunnerProcess
     from kernel_gym.sandbox.channel import Channel
 
@@ -269,39 +283,12 @@ def test_time_stopped_is_not_counted_against_a_request():
 
     def stopped_then_answers() -> None:
         time.sleep(0.1)
-        runner.stopped_s += 1.0  # as others_stopped adds it
-        time.sleep(0.5)
+        _stop(runner, stop_s)
+        time.sleep(answer_s)
         theirs.sendall(b'{"id": 1}\n')
 
     threading.Thread(target=stopped_then_answers).start()
-    reply, deadline = runner._receive(time.monotonic() + 0.3)
-    assert reply == {"id": 1}
-    ours.close()
-    theirs.close()
-
-
-def test_a_stop_still_in_progress_at_the_deadline_is_not_counted_against_a_request():
-    """A runner stopped for longer than its request's time left (another job's timing took longer): the deadline
-    passes while it is stopped, before the stop is over and added up; the request is still in time."""
-    from kernel_gym.judge.runners import _STOP_LOCK, RunnerProcess
-    from kernel_gym.sandbox.channel import Channel
-
-    ours, theirs = socket.socketpair()
-    runner = RunnerProcess.__new__(RunnerProcess)
-    runner.channel, runner.stopped_s, runner.stopped_since = Channel(ours), 0.0, None
-
-    def stopped_long_then_answers() -> None:
-        time.sleep(0.1)
-        with _STOP_LOCK:  # as others_stopped: a stop begins ...
-            runner.stopped_since = since = time.monotonic()
-        time.sleep(1.0)  # ... and outlasts the request's deadline (0.3 s) ...
-        with _STOP_LOCK:  # ... then ends, and is added up
-            runner.stopped_s, runner.stopped_since = runner.stopped_s + time.monotonic() - since, None
-        time.sleep(0.1)
-        theirs.sendall(b'{"id": 1}\n')
-
-    threading.Thread(target=stopped_long_then_answers).start()
-    reply, deadline = runner._receive(time.monotonic() + 0.3)
+    reply, deadline = runner._receive(time.monotonic() + 0.5)
     assert reply == {"id": 1}
     ours.close()
     theirs.close()
