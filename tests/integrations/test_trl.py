@@ -69,16 +69,27 @@ class Recorder:
         return out
 
 
-def _train(tmp_path, tokenizer, rollout, *, batch, generations, completion_len=64, dataset=None):
+def _train(tmp_path, tokenizer, rollout, *, batch, generations, completion_len=64, dataset=None, losses=None,
+           **config):
+    """One GRPO step of TRL's own trainer over `rollout`; `losses`: a list that receives each compute_loss call's
+    inputs (the advantages the loss used among them)."""
     args = GRPOConfig(output_dir=str(tmp_path / "out"), per_device_train_batch_size=batch,
                       num_generations=generations, max_completion_length=completion_len, max_steps=1,
                       learning_rate=1e-3, beta=0.0, logging_steps=1, report_to="none", save_strategy="no",
-                      use_cpu=True, bf16=False, seed=0, dataloader_num_workers=0)
+                      use_cpu=True, bf16=False, seed=0, dataloader_num_workers=0, **config)
     recorder = Recorder(rollout)
     trainer = GRPOTrainer(model=_model(tokenizer), reward_funcs=adapter.kernel_reward, args=args,
                           train_dataset=dataset or adapter.kernel_dataset(tasks=["level1/relu"], max_turns=2,
                                                                           device="cpu"),
                           processing_class=tokenizer, rollout_func=recorder)
+    if losses is not None:
+        compute_loss = trainer.compute_loss
+
+        def recorded(model, inputs, *args, **kwargs):
+            losses.append(dict(inputs))
+            return compute_loss(model, inputs, *args, **kwargs)
+
+        trainer.compute_loss = recorded
     trainer.train()
     return trainer, recorder
 
@@ -113,6 +124,28 @@ def test_turns_mode_one_sample_per_turn_with_its_return(tmp_path, tokenizer, eva
     # turn 1: responses, then one batched summary call; turn 2: responses only, as both reasonings were summarized
     # on turn 1 (the cache is keyed by text)
     assert len(script.calls) == 3 and all("Summarize it in at most" in t for t in script.calls[1])
+
+
+@pytest.mark.timeout(600)
+def test_per_turn_index_advantages_reach_grpos_loss(tmp_path, tokenizer, evaluator, respond, solution):
+    """advantage="per_turn_index" through TRL's own GRPO step: each slot's reward is its return normalized among
+    the same turn of its group's episodes, and with scale_rewards="none" GRPO's loss uses exactly those as the
+    advantages (it subtracts the group's mean, which is 0)."""
+    from kernel_gym.integrations.advantage import normalize
+
+    good = respond(solution("level1/relu"), "The op is memory-bound, so one fused elementwise pass is enough.")
+    script = Script(tokenizer, [[NO_CODE, good], [good, NO_CODE]])
+    rollout = adapter.KernelRefineRollout(max_turns=2, mode="turns", evaluator=evaluator, generate=script,
+                                          advantage="per_turn_index")
+    losses: list[dict] = []
+    _, recorder = _train(tmp_path, tokenizer, rollout, batch=4, generations=4, losses=losses, scale_rewards="none")
+    [(_, out)] = recorder.outputs
+    returns = [[out["kernel_return"][2 * e + t] for t in range(2)] for e in range(2)]
+    expected = [a for row in normalize(returns, "per_turn_index") for a in row]
+    assert out["kernel_reward"] == pytest.approx(expected)
+    assert expected[0] < 0 < expected[2] and expected[1] > 0 > expected[3]  # turn 1: ep 1 ahead; turn 2: ep 0
+    used = [float(a) for inputs in losses for a in inputs["advantages"].flatten()]
+    assert sorted(used) == pytest.approx(sorted(expected), abs=1e-5)
 
 
 @pytest.mark.timeout(600)
