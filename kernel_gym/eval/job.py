@@ -128,6 +128,9 @@ class EvalJob:
     """Whether the task allows fp16/bf16/tf32 inside its fp32 contract; None: read from the task."""
     tolerance: tuple[float, float] | None = None
     """The task's own (atol, rtol), overriding the per-dtype default; None: the task's, if it sets one."""
+    outlier_fraction: float | None = None
+    """The fraction of each output's elements the error budget may leave out of its worst-element measure (discrete
+    choices such as top-k routing: `Task.outlier_fraction`); None: the task's (0 unless it sets one)."""
     config: EvalConfig = field(default_factory=EvalConfig)
 
     def __post_init__(self) -> None:
@@ -135,7 +138,7 @@ class EvalJob:
             from kernel_gym.actions import detect_backend
 
             object.__setattr__(self, "backend", detect_backend(self.code) or "triton")
-        if self.task_source and None not in (self.sizes, self.dtype, self.allow_precision):
+        if self.task_source and None not in (self.sizes, self.dtype, self.allow_precision, self.outlier_fraction):
             return  # fully given (as job_for and from_dict do): nothing to read
         from kernel_gym.tasks import load_task
         from kernel_gym.tasks.precision import at_precision
@@ -154,6 +157,8 @@ class EvalJob:
             object.__setattr__(self, "allow_precision", task.allow_precision)
         if self.tolerance is None:
             object.__setattr__(self, "tolerance", task_tolerance(task))
+        if self.outlier_fraction is None:
+            object.__setattr__(self, "outlier_fraction", task.outlier_fraction)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -186,4 +191,5 @@ def job_for(task: Any, code: str, *, backend: str, config: EvalConfig, size: str
     return EvalJob(task_id=task.id, task_source=task.source, code=code, backend=backend,
                    sizes=task.sizes_for(config.device, size),
                    alt_sizes=task.alt_sizes_for(config.device) if size in ("auto", "cpu", "full") else None,
-                   dtype=task.dtype, allow_precision=task.allow_precision, tolerance=tolerance, config=config)
+                   dtype=task.dtype, allow_precision=task.allow_precision, tolerance=tolerance,
+                   outlier_fraction=task.outlier_fraction, config=config)

@@ -102,11 +102,15 @@ def _r(x: float) -> float:
     return float(f"{x:.4g}") if math.isfinite(x) else x
 
 
-def errors(y: torch.Tensor, o: torch.Tensor, r: torch.Tensor | None = None) -> tuple[Errors, Errors | None, int, int]:
+def errors(y: torch.Tensor, o: torch.Tensor, r: torch.Tensor | None = None,
+           outliers: int = 0) -> tuple[Errors, Errors | None, int, int]:
     """(y's errors, r's errors, elements whose NaN/inf placement in y differs from r's, the first such index).
 
     Computed in float64, chunk by chunk, on the device (one synchronization each pass). The elements measured are
-    those finite in y, o and r; where r is given, y must be non-finite exactly where r is (and equal there)."""
+    those finite in y, o and r; where r is given, y must be non-finite exactly where r is (and equal there).
+    `outliers` (the task's `outlier_fraction` of the output): both measures leave out that many elements, each
+    side its own worst (by elementwise error): max_elem is then the (outliers+1)-th largest; the NaN/inf placement
+    counts every element."""
     work = torch.float64
     zero = torch.zeros((), dtype=work, device=o.device)
     o_sq, count = zero.clone(), torch.zeros((), dtype=torch.int64, device=o.device)
@@ -118,6 +122,8 @@ def errors(y: torch.Tensor, o: torch.Tensor, r: torch.Tensor | None = None) -> t
     s = max(math.sqrt(o_sq_f / n), _TINY) if n else _TINY
     sides = [y] if r is None else [y, r]
     stats = torch.zeros((len(sides), 3), dtype=work, device=o.device)  # max_elem, err_sq, o_sq (measured elements)
+    # with outliers: per side the outliers + 1 largest elementwise errors, each with its d^2 and o^2 (rows)
+    worst = [torch.zeros((3, 0), dtype=work, device=o.device) for _ in sides]
     bad = torch.zeros((), dtype=torch.int64, device=o.device)
     first = torch.full((), o.numel(), dtype=torch.int64, device=o.device)
     for start, *chunks in _chunks(work, o, *sides):
@@ -136,25 +142,36 @@ def errors(y: torch.Tensor, o: torch.Tensor, r: torch.Tensor | None = None) -> t
         oz = torch.where(fin, oc, 0)
         for j, y_c in enumerate(ys):
             d = torch.where(fin, (y_c - oc).abs(), 0)
-            stats[j, 0] = torch.maximum(stats[j, 0], (d / (oz.abs() + s)).max())
+            rel = d / (oz.abs() + s)
+            if outliers:
+                both = torch.cat([worst[j], torch.stack([rel.flatten(), d.square().flatten(),
+                                                         oz.square().flatten()])], dim=1)
+                worst[j] = both[:, both[0].topk(min(outliers + 1, both.shape[1])).indices]
+            else:
+                stats[j, 0] = torch.maximum(stats[j, 0], rel.max())
             stats[j, 1] += d.square().sum()
             stats[j, 2] += oz.square().sum()
+    if outliers:  # (topk's values come sorted, largest first)
+        for j, kept in enumerate(worst):
+            left_out = kept[:, :outliers]
+            stats[j, 0] = kept[0, outliers] if kept.shape[1] > outliers else 0.0
+            stats[j, 1:] = (stats[j, 1:] - left_out[1:].sum(dim=1)).clamp(min=0)  # (rounding: never below 0)
     rows = stats.tolist()
     out = [Errors(m, math.sqrt(e_sq / o2) if o2 > 0 else (0.0 if e_sq == 0 else math.inf)) for m, e_sq, o2 in rows]
     return out[0], (out[1] if r is not None else None), int(bad), int(first)
 
 
 def budget_for(i: int, got: torch.Tensor, expected: torch.Tensor, exact: torch.Tensor, k: float,
-               floor: float) -> tuple[OutputBudget, int]:
+               floor: float, outliers: int = 0) -> tuple[OutputBudget, int]:
     """One output's budget from the oracle: (the budget, the first element placed wrongly or past the limit)."""
-    cand, ref, bad, first = errors(got.detach(), exact.detach(), expected.detach())
+    cand, ref, bad, first = errors(got.detach(), exact.detach(), expected.detach(), outliers)
     return OutputBudget(i, cand, ref, k, floor, bad_places=bad), first
 
 
 def derived_for(i: int, got: torch.Tensor, expected: torch.Tensor, ref_seen: Errors, k: float,
-                floor: float) -> tuple[OutputBudget, int]:
+                floor: float, outliers: int = 0) -> tuple[OutputBudget, int]:
     """Without an oracle: the candidate against the reference, within the limits the trials' reference errors give."""
-    cand, _, bad, first = errors(got.detach(), expected.detach(), expected.detach())
+    cand, _, bad, first = errors(got.detach(), expected.detach(), expected.detach(), outliers)
     return OutputBudget(i, cand, ref_seen, k, floor, bad_places=bad, derived=True), first
 
 

@@ -211,11 +211,12 @@ class Oracle:
         flags = self.record.oracle_outputs
         if not (_floating(e) and e.dtype != torch.float64):
             return None, -1
+        outliers = int((self.jr.job.outlier_fraction or 0.0) * g.numel())  # (the task's: Task.outlier_fraction)
         if exact is not None and t < len(flags) and flags[t] and _floating(exact[i]):
-            return budget_for(i, g, e, exact[i], self.k, self.floor)
+            return budget_for(i, g, e, exact[i], self.k, self.floor, outliers)
         seen = self.record.ref_seen.get((model, i))
         if exact is None and seen is not None:
-            return derived_for(i, g, e, seen, self.k, self.floor)
+            return derived_for(i, g, e, seen, self.k, self.floor, outliers)
         return None, -1
 
     # ---- the report ----------------------------------------------------------------------------------------------

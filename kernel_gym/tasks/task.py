@@ -40,6 +40,13 @@ class Task:
         """Whether the task allows reduced precision (fp16/bf16/tf32) inside an fp32 contract."""
         return bool(self.metadata.get("allow_precision", False))
 
+    @property
+    def outlier_fraction(self) -> float:
+        """The fraction of each output's elements the error budget may leave out of its worst-element measure
+        (KERNEL_GYM["outlier_fraction"], 0 by default, at most 0.01): for outputs that follow a discrete choice, such
+        as top-k routing, where a near-tie flips under any other summation order, a correct kernel included."""
+        return min(max(float(self.metadata.get("outlier_fraction", 0.0) or 0.0), 0.0), 0.01)
+
     def sizes_for(self, device: str, size: str | dict = "auto") -> dict[str, Any]:
         """Size overrides: "full" = the file's own sizes, "cpu" = its small sizes, or an explicit dict."""
         if isinstance(size, dict):

@@ -20,6 +20,9 @@ KERNEL_GYM = {
     "alt": {"num_tokens": 77, "d_model": 40, "expert_dim": 56, "n_experts": 6, "top_k": 3},
     "full_alt": {"num_tokens": 6001, "d_model": 2048, "expert_dim": 4000, "n_experts": 16, "top_k": 2},
     "dtype": "bfloat16",
+    # a token whose top-k experts are a near-tie in fp32 logits routes either way under another summation order
+    # (a correct kernel included: H100, 2026-12-07f): the budget's worst-element measure may leave 0.1 % out
+    "outlier_fraction": 1e-3,
 }
 
 
