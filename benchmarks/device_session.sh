@@ -6,7 +6,8 @@
 # the machine is held. 2026-12-07f found and (on cpu) fixed: runner stops counted only once over (genuine timeouts
 # beside other jobs' timings), the fault benchmark's one-slot judge, an ignored bind error; none is run on a GPU yet.
 #   (a) part 1  #35 and the timing fix: RATES="0 0.2" JOBS=4 GPU_TESTS="tests/anti_hacking/test_gpu_shapes.py
-#       tests/gpu/test_gpu_env.py tests/judge/test_gpu_oracle.py tests/signals/test_gpu_signals.py" ...
+#       tests/gpu/test_gpu_env.py tests/judge/test_gpu_oracle.py tests/signals/test_gpu_signals.py
+#       tests/anti_hacking/test_gpu_attacks.py::test_gpu_project_solution_accepted" ...  (the MoE's outlier_fraction)
 #       faults:230 gpu-tests:300  (faults: 8 slots in "after", "judge restarts" 0, genuine 32/32; gpu-tests: no
 #       genuine `timeout`)
 #   (b) part 1 again  #36's timing goals and the rest: CLIENTS=8 REPEATS=3 GPU_TESTS="tests/gpu/test_confine_gpu.py
