@@ -293,6 +293,8 @@ class RunnerProcess:
                 if more <= 0:
                     raise
                 deadline += more
+                if self.call_until is not None:  # (what other jobs' stall windows wait for moves with it)
+                    self.call_until += more
 
     @staticmethod
     def _resume(budget: Any, deadline: float, since: float) -> float:

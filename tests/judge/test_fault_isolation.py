@@ -288,8 +288,10 @@ def test_time_stopped_is_not_counted_against_a_request(stop_s, answer_s):
         theirs.sendall(b'{"id": 1}\n')
 
     threading.Thread(target=stopped_then_answers).start()
-    reply, deadline = runner._receive(time.monotonic() + 0.5)
+    runner.call_until = limit = time.monotonic() + 0.5
+    reply, deadline = runner._receive(limit)
     assert reply == {"id": 1}
+    assert runner.call_until == deadline > limit  # (the call's deadline as other jobs' stall windows see it)
     ours.close()
     theirs.close()
 
