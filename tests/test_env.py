@@ -205,13 +205,14 @@ def test_infinite_loop_times_out_and_the_next_step_works(make_env, respond, relu
 
 @pytest.mark.timeout(90)
 def test_infinite_loop_after_the_first_call_times_out_in_the_run_stage(make_env, respond, relu_code, solution):
-    env = make_env(max_turns=2, compile_timeout_s=30, run_timeout_s=3)
+    # (10 s: the genuine step's whole run stage must fit it on 2 loaded cores too; 3 s failed once in CI)
+    env = make_env(max_turns=2, compile_timeout_s=30, run_timeout_s=10)
     env.reset(seed=0)
     _, _, _, info = step(env, respond(relu_code(extra="while self.calls > 1:\n    n += 1")), turn=1)
     assert info["error"] == "timeout" and info["compiled"] is True
-    assert "did not finish within 3 s" in info["feedback"] and "compile" not in info["feedback"]
+    assert "did not finish within 10 s" in info["feedback"] and "compile" not in info["feedback"]
     _, _, _, info = step(env, respond(solution("level1/relu")), turn=2)
-    assert info["correct"] is True
+    assert info["correct"] is True, (info["error"], info["feedback"][:500], info.get("stage_ms"))
 
 
 def test_os_exit_is_rejected_by_the_static_checks(make_env, respond, relu_code):
