@@ -224,9 +224,10 @@ READ_CONFINED = frozenset({"builder", "check"})
 
 def confine(root: Path, device: str, role: str, workdir: Path | None = None) -> list[str]:
     """The runner's confinement (`kernel_gym.sandbox.confine`): writes only beneath `workdir` (default: its root
-    folder; a runner's is its jobs' folder, `jobs_folder`), its side's build
-    caches, `$KERNEL_GYM_RUNNER_WRITABLE` (os.pathsep-separated, an operator's or a test's scratch folder) and, on
-    cuda, /dev/shm (CUDA IPC's; the machine's unless $KERNEL_GYM_RUNNER_SHM_GB opts in: `mount_ns.shm_bytes`); seccomp; Landlock's network and scope rights. As root it always
+    folder; a runner's is its jobs' folder, `jobs_folder`), its side's build caches, `$KERNEL_GYM_RUNNER_WRITABLE`
+    (os.pathsep-separated, an operator's or a test's scratch folder) and, on cuda, /dev/shm (CUDA IPC's; the
+    machine's unless $KERNEL_GYM_RUNNER_SHM_GB opts in: `mount_ns.shm_bytes`); seccomp; Landlock's network and scope
+    rights. As root it always
     drops to an unprivileged uid with no capabilities (`kernel_gym.sandbox.uids`: one of its own unless
     $KERNEL_GYM_RUNNER_UID says otherwise; the roles that write a shared cache join its group, umask 002), after
     `mount_ns.prepare` made what it needs reachable (done at the process's start by runners and build processes;

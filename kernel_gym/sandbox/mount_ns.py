@@ -199,20 +199,26 @@ def job_space(work: Path, device: str = "cpu") -> list[str]:
 SHM = "/dev/shm"
 
 
+def _shm_opted_out(device: str) -> str:
+    """Why a runner keeps the machine's /dev/shm ("" when it gets its own): $KERNEL_GYM_RUNNER_SHM_GB is 0, or unset
+    on cuda (see `shm_bytes`)."""
+    raw = os.environ.get("KERNEL_GYM_RUNNER_SHM_GB", "").strip()
+    if device == "cuda" and not raw:
+        return "cuda: the machine's /dev/shm, shared (CUDA IPC; KERNEL_GYM_RUNNER_SHM_GB opts in)"
+    try:
+        if float(raw or 1) == 0:
+            return "KERNEL_GYM_RUNNER_SHM_GB=0: the machine's /dev/shm, shared"
+    except ValueError:
+        pass
+    return ""
+
+
 def shm_bytes(device: str = "cpu") -> int:
     """The size of a runner's own /dev/shm: $KERNEL_GYM_RUNNER_SHM_GB, else 64 MiB on cpu; 0 keeps the machine's
     (shared). On cuda only where the variable is set: under a private /dev/shm the H100's reference runner could not
     attach the judge's CUDA IPC buffers (2026-12-07f; the CUDA driver's interprocess events are the suspect), so
     cuda runners keep the machine's until that is measured (tests/gpu/test_confine_gpu.py)."""
-    raw = os.environ.get("KERNEL_GYM_RUNNER_SHM_GB", "").strip()
-    if device == "cuda" and not raw:
-        return 0
-    try:
-        if float(raw or 1) == 0:
-            return 0
-    except ValueError:
-        pass
-    return gib_setting("KERNEL_GYM_RUNNER_SHM_GB", 1 / 16)
+    return 0 if _shm_opted_out(device) else gib_setting("KERNEL_GYM_RUNNER_SHM_GB", 1 / 16)
 
 
 def _private_shm(libc: ctypes.CDLL, device: str) -> list[str]:
@@ -223,17 +229,16 @@ def _private_shm(libc: ctypes.CDLL, device: str) -> list[str]:
     needs the machine's /dev/shm for CUDA IPC as far as measured (`shm_bytes`), so there it is opt-in. Returns
     ["private_shm"] when in force; `prepared()["reasons"]["private_shm"]` says why not."""
     reasons: dict[str, str] = _STATE["reasons"]
-    size = shm_bytes(device)
-    if not size:
-        reasons["private_shm"] = ("cuda: the machine's /dev/shm, shared (CUDA IPC; KERNEL_GYM_RUNNER_SHM_GB opts in)"
-                                  if device == "cuda" and not os.environ.get("KERNEL_GYM_RUNNER_SHM_GB", "").strip()
-                                  else "KERNEL_GYM_RUNNER_SHM_GB=0: the machine's /dev/shm, shared")
+    why = _shm_opted_out(device)
+    if why:
+        reasons["private_shm"] = why
         return []
     if not os.path.isdir(SHM):
         reasons["private_shm"] = f"no {SHM} on this machine"
         return []
     try:
-        _mount(libc, "tmpfs", SHM, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, f"size={size},nr_inodes=4096,mode=1777")
+        _mount(libc, "tmpfs", SHM, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+               f"size={shm_bytes(device)},nr_inodes=4096,mode=1777")
     except OSError as e:
         reasons["private_shm"] = f"{e} (the machine's {SHM}, shared)"
         return []
