@@ -11,7 +11,7 @@ import torch
 
 from kernel_gym.eval.result import Mismatch
 from kernel_gym.judge.compare import _chunks
-from kernel_gym.judge.error_budget import FLOOR, OutputBudget, Record, budget_for, derived_for, mismatch_of
+from kernel_gym.judge.error_budget import FLOOR, OutputBudget, Record, budget_for, derived_for, errors, mismatch_of
 from kernel_gym.judge.outputs import assemble
 
 ORACLE = "oracle:"  # the reference runner's name of a model's float64 copy ("oracle:main", "oracle:alt")
@@ -193,25 +193,27 @@ class Oracle:
     def _far_from_reference(self, i: int, g: torch.Tensor, e: torch.Tensor, b: OutputBudget) -> Mismatch | None:
         """A hard bound no budget loosens: the candidate within `max_rel_l2` (1e-2) of the reference in norm, unless
         the reference itself is that far from the oracle. (A budget follows the oracle; an oracle gone wrong would
-        otherwise widen it for anything, a stale or unwritten output included.)"""
+        otherwise widen it for anything, a stale or unwritten output included.) The task's outliers are left out here
+        as in the budget: a top-k near-tie's few flipped outputs are O(1) each and, on a large output, alone come
+        near 1e-2 in norm."""
         bound = max(self.jr.cfg.max_rel_l2, 2 * (self.k + 1) * b.reference.get("rel_l2"))
-        err_sq = ref_sq = 0.0
-        for _, gc, ec in _chunks(torch.float64, g.detach(), e.detach()):
-            fin = torch.isfinite(gc) & torch.isfinite(ec)
-            err_sq += float(torch.where(fin, gc - ec, 0).square().sum())
-            ref_sq += float(torch.where(fin, ec, 0).square().sum())
-        if ref_sq <= 0 or math.sqrt(err_sq / ref_sq) <= bound:
+        outliers = self._outliers(g)
+        rel = errors(g.detach(), e.detach(), outliers=outliers)[0].rel_l2 if outliers else _rel_l2(g.detach(), e.detach())
+        if rel <= bound:
             return None
-        rel = math.sqrt(err_sq / ref_sq)
         return Mismatch(where=f"output {i}: relative L2 distance {rel:.3g} from the reference (limit {bound:.3g}, "
                         "whatever the error budget)", n_total=g.numel(), rule="hard_bound")
+
+    def _outliers(self, g: torch.Tensor) -> int:
+        """How many of this output's elements the task lets its measures leave out (`Task.outlier_fraction`)."""
+        return int((self.jr.job.outlier_fraction or 0.0) * g.numel())
 
     def _budget(self, i: int, t: int, g: torch.Tensor, e: torch.Tensor, exact: list[Any] | None, model: str
                 ) -> tuple[OutputBudget | None, int]:
         flags = self.record.oracle_outputs
         if not (_floating(e) and e.dtype != torch.float64):
             return None, -1
-        outliers = int((self.jr.job.outlier_fraction or 0.0) * g.numel())  # (the task's: Task.outlier_fraction)
+        outliers = self._outliers(g)
         if exact is not None and t < len(flags) and flags[t] and _floating(exact[i]):
             return budget_for(i, g, e, exact[i], self.k, self.floor, outliers)
         seen = self.record.ref_seen.get((model, i))
@@ -229,3 +231,13 @@ class Oracle:
         if rec.rule == "fixed" and not rec.why:
             rec.why = self.off or "no output could be judged by the oracle"
         return rec.to_info(self.floor, self.ms)
+
+
+def _rel_l2(g: torch.Tensor, e: torch.Tensor) -> float:
+    """||g - e|| / ||e|| over the elements finite in both, in float64 chunk by chunk (0 where e is all zeros)."""
+    err_sq = ref_sq = 0.0
+    for _, gc, ec in _chunks(torch.float64, g, e):
+        fin = torch.isfinite(gc) & torch.isfinite(ec)
+        err_sq += float(torch.where(fin, gc - ec, 0).square().sum())
+        ref_sq += float(torch.where(fin, ec, 0).square().sum())
+    return math.sqrt(err_sq / ref_sq) if ref_sq > 0 else 0.0
