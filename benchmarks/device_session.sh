@@ -64,7 +64,7 @@ for arg in "$@"; do
       wait ;;
     gpu-tests)
       KG_GPU_ORACLE_JSON=$OUT/oracle.json KG_GPU_POLICY_JSON=$OUT/policy.json \
-      timeout -s INT -k 30 "$T" python3 -m pytest -m gpu ${GPU_TESTS:-tests} -p no:cacheprovider -v -rfE --durations=15 ;;
+      timeout -s INT -k 30 "$T" python3 -m pytest -m gpu ${GPU_TESTS:-tests} -p no:cacheprovider -v -rfEx --durations=15 ;;
     gpu-rest)  # pytest -m gpu tests without the files the plan's other stages run (fault-tests, judge-tests,
       # confine-proc, dsl-tests, level3); the oracle's and the library policy's numbers (#37) come back as JSON
       KG_GPU_ORACLE_JSON=$OUT/oracle.json KG_GPU_POLICY_JSON=$OUT/policy.json \

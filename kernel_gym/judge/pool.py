@@ -236,7 +236,7 @@ class WorkerPool:
             if self.gpu_fault is not None:
                 raise SandboxError(f"the GPU is not usable: {self.gpu_fault}")
         cand, ref = slot.runners()
-        cand.on_fault = lambda: self._stalls.record(token)  # (when its call times out or it dies)
+        cand.on_fault = lambda: self._stalls.record(token, call_start=cand.call_started)  # (its call timed out, or it died)
         run = JudgeRun(job, cand, ref)
         if cancel is not None:
             cancel.attach(cand)

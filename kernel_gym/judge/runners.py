@@ -125,6 +125,7 @@ class RunnerProcess:
         self.stopped_since: float | None = None  # when the stop in progress began (None: not stopped now)
         self.call_until: float | None = None  # while a request runs outside compile segments: its run deadline
         self.calls = 0  # requests sent so far (which call `call_until` belongs to)
+        self.call_started: float | None = None  # when the latest request was sent (a fault's call: judge/stalls.py)
         self.on_fault: Any = None  # called when a request of its ends in a timeout or its death (judge/stalls.py)
         if role == "candidate":
             _CANDIDATES.add(self)
@@ -225,7 +226,7 @@ class RunnerProcess:
         moves by each compile segment's length) and the load_inline builds it asks of the build service."""
         budget, since, builds = self.budget, 0.0, 0  # (since: when the current compile segment began)
         self.calls += 1
-        self.call_until = deadline
+        self.call_started, self.call_until = time.monotonic(), deadline
         reply, deadline = self._receive(deadline)
         run_deadline = deadline
         while reply.get("id") == rid and (set(reply) == {"id", "phase"} or (

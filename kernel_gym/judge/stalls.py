@@ -4,9 +4,9 @@ On an H100, a kernel that executes `__trap()` stalls every other process's work 
 killed at its limit: in the 20 % fault run of `benchmarks/bench_faults.py` (2026-12-07), two genuine kernels whose
 first calls fell in that window were `timeout` at the same second as the trap (benchmarks/RESULTS.md, "Fault
 isolation, fourth GPU session"). A timeout is therefore a verdict only when nothing else went wrong beside it: a
-timeout reached while another job's candidate runner timed out or died (from the timed-out job's start until the
-calls then running in other jobs have ended or reached their own limits, since the staller may have the longer
-limit) is confirmed by running the job again alone (`WorkerPool.evaluate`): the trap's job times out again and
+timeout reached while another job's candidate runner timed out or died (from the start of the call that timed out,
+less SETTLE_S, until the calls then running in other jobs have ended or reached their own limits, since the staller
+may have the longer limit) is confirmed by running the job again alone (`WorkerPool.evaluate`): the trap's job times out again and
 keeps its verdict, the genuine ones are judged.
 """
 
@@ -26,19 +26,27 @@ class StallLog:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._ends: list[tuple[float, int]] = []
+        self._ends: list[tuple[float, int, float | None]] = []  # (when, the job's token, its faulted call's start)
 
-    def record(self, token: int, when: float | None = None) -> None:
+    def record(self, token: int, when: float | None = None, call_start: float | None = None) -> None:
+        """A candidate runner of job `token` timed out or died at `when`, in a call that began at `call_start`."""
         when = time.monotonic() if when is None else when
         with self._lock:
-            self._ends = [(t, k) for t, k in self._ends if when - t < KEEP_S]
-            self._ends.append((when, token))
+            self._ends = [e for e in self._ends if when - e[0] < KEEP_S]
+            self._ends.append((when, token, call_start))
 
     def beside(self, token: int, since: float, until: float,
                in_flight: Callable[[], float | None] = lambda: None) -> int:
-        """How many other jobs' runners faulted between `since` and the end of the wait. The wait lasts SETTLE_S
-        after `until`, and while `in_flight()` names a deadline (the latest of the calls other jobs had running at
-        `until` that are still running) until SETTLE_S after it; at most MAX_SETTLE_S after `until`."""
+        """How many other jobs' runners faulted between `since` and the end of the wait. Where the job recorded its own
+        fault with its call's start, the window begins there (less SETTLE_S), not at `since`: a fault that ended
+        before the call that timed out began cannot have stalled it (a staller's fault is recorded when its stall
+        ends, at its runner's timeout or death), and a job's earlier calls finished. The wait lasts SETTLE_S after
+        `until`, and while `in_flight()` names a deadline (the latest of the calls other jobs had running at `until`
+        that are still running) until SETTLE_S after it; at most MAX_SETTLE_S after `until`."""
+        with self._lock:
+            starts = [c for _, k, c in self._ends if k == token and c is not None]
+        if starts:
+            since = max(since, max(starts) - SETTLE_S)
         cap, end = until + MAX_SETTLE_S, until + SETTLE_S
         while True:
             deadline = in_flight()
@@ -49,4 +57,4 @@ class StallLog:
                 break
             time.sleep(min(0.05, end - now))
         with self._lock:  # (up to now: a call that ended early is in the log, or was not a fault)
-            return sum(1 for t, k in self._ends if k != token and since <= t <= now)
+            return sum(1 for t, k, _ in self._ends if k != token and since <= t <= now)

@@ -310,6 +310,32 @@ def test_the_stall_log_waits_for_the_calls_in_flight_and_counts_only_other_jobs(
     assert later.beside(1, now - 0.1, now) == 0  # (nothing in flight: the window closed at SETTLE_S)
 
 
+def test_the_stall_window_begins_at_the_call_that_timed_out(monkeypatch):
+    """A fault that ended before the timed-out call began (less SETTLE_S) cannot have stalled it: the window starts
+    at that call, not at the job's start (at 20 % faults on an H100 the whole-job window made faults of ~10 s before
+    cost "alone" reruns that drained the pool). Without the call's start the whole job's window stays."""
+    import time
+
+    from kernel_gym.judge import stalls
+
+    monkeypatch.setattr(stalls, "SETTLE_S", 0.2)
+    t0 = time.monotonic() - 10.0  # the job began 10 s ago; its last call 3 s ago
+    earlier, during = stalls.StallLog(), stalls.StallLog()
+    for log, other in ((earlier, t0 + 2.0), (during, t0 + 8.0)):
+        log.record(2, other)  # another job's runner timed out or died then
+        log.record(1, t0 + 9.9, call_start=t0 + 7.0)  # this job's call, begun at 7 s, timed out
+    assert earlier.beside(1, t0, t0 + 9.9) == 0
+    assert during.beside(1, t0, t0 + 9.9) == 1
+    edge = stalls.StallLog()  # within SETTLE_S before the call's start: counted (a stall's end is recorded late)
+    edge.record(2, t0 + 6.9)
+    edge.record(1, t0 + 9.9, call_start=t0 + 7.0)
+    assert edge.beside(1, t0, t0 + 9.9) == 1
+    whole = stalls.StallLog()  # no call start recorded: the job's whole window
+    whole.record(2, t0 + 2.0)
+    whole.record(1, t0 + 9.9)
+    assert whole.beside(1, t0, t0 + 9.9) == 1
+
+
 def test_a_runner_that_cannot_attach_the_judges_buffers_fails_the_job_with_why():
     """A bind the runner answers with an error is the job's failure at once, with that error (it was ignored, and
     the runner's next call failed with KeyError: 'in')."""
