@@ -3,8 +3,11 @@
 # refused starts cost 1-3 min each: the 2026-12-07f session lost ~6 min to four). Every call carries
 # [".whl_parts/<n>"] alone (`bash benchmarks/carry_parts.sh split`: 4 parts of <= 56 MiB) and runs
 # `bash benchmarks/device_session.sh STAGES` (timeout_s 600), back to back: joined parts and /tmp/site live only while
-# the machine is held. 2026-12-07f found and (on cpu) fixed: runner stops counted only once over (genuine timeouts
-# beside other jobs' timings), the fault benchmark's one-slot judge, an ignored bind error; none is run on a GPU yet.
+# the machine is held. 2026-12-07g ran (a) (without test_gpu_signals and test_gpu_env, cut by the bound) and (b)'s
+# clients stage with test_gpu_shapes: see RESULTS.md; the rest of (b), (c) and (d) wait.
+#   NEXT (2026-12-07g): part 1  probe-stall:90 first (which faults stall other processes: decides which timeouts
+#       need a confirmation, the drain that held 20 % faults at 0.64x), then faults with RATES="0 0.05 0.2" JOBS=4,
+#       then gpu-tests of what is left (helion, confine, library policy, launch gate, judge_gpu, faults_gpu, gpu_env).
 #   (a) part 1  #35 and the timing fix: RATES="0 0.2" JOBS=4 GPU_TESTS="tests/anti_hacking/test_gpu_shapes.py
 #       tests/gpu/test_gpu_env.py tests/judge/test_gpu_oracle.py tests/signals/test_gpu_signals.py
 #       tests/anti_hacking/test_gpu_attacks.py::test_gpu_project_solution_accepted" ...  (the MoE's outlier_fraction)
@@ -176,6 +179,9 @@ torch.cuda.init(); t = time.perf_counter()
 from triton.runtime import driver
 driver.active.utils; driver.active.get_current_target()
 print('triton driver built and loaded in a fresh cache: %.3f s' % (time.perf_counter() - t))"; done ;;
+    probe-stall)  # #35: does a spin, a trap or an illegal access in one process stall another's GPU work? (which
+      # timeouts beside them need a confirmation: judge/stalls.py)
+      timeout "$T" python3 benchmarks/probe_stall.py --out "$OUT/probe_stall.json" ;;
     probe-threads)  # which import of a runner's preload starts a thread (the fork server refuses to fork then)
       for nvml in "" 1; do OMP_NUM_THREADS=1 PYTORCH_NVML_BASED_CUDA_CHECK=$nvml timeout "$T" python3 benchmarks/probe_threads.py; done
       OMP_NUM_THREADS=1 timeout "$T" python3 benchmarks/probe_threads.py --fork-safe ;;  # the fork server's preload
