@@ -3,11 +3,14 @@ limit), and the GPU probed usable after a runner was killed or crashed on it."""
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 
 from kernel_gym.judge.runners import RunnerProcess
 
 GPU_PROBE_TIMEOUT_S = 10.0
+STALL_PROBE_S = 0.5  # how long a probe kernel may take at a timeout for the GPU to count as running other work
 
 
 class Cancel:
@@ -66,3 +69,39 @@ def gpu_fault(device: str, timeout_s: float = GPU_PROBE_TIMEOUT_S) -> str | None
     if "error" in box:
         return f"a probe kernel failed: {box['error']}"[:500]
     return None if box.get("value") == 2.0 else f"a probe kernel computed {box.get('value')!r} instead of 2.0"
+
+
+def stall_probe_on(device: str) -> bool:
+    """Whether a candidate runner's timeout is probed for a stall of the whole GPU (`gpu_stalled`) before it counts
+    against the jobs beside it (judge/stalls.py). KERNEL_GYM_STALL_PROBE=1; off by default until
+    benchmarks/probe_stall.py has shown on a GPU that a spinning kernel of one process leaves another's probe kernel
+    its timeslice while a trapped one does not (then a spin's timeout stops costing the jobs beside it a rerun)."""
+    return device.startswith("cuda") and os.environ.get("KERNEL_GYM_STALL_PROBE", "0") == "1"
+
+
+def gpu_stalled(device: str, within_s: float = STALL_PROBE_S) -> bool:
+    """At a candidate runner's timeout, before the runner is killed: False only when a tiny kernel in the judge's own
+    context, launched under a share of the GPU's lock that is free at once, finishes within `within_s` (the GPU runs
+    other processes' work: the timed-out kernel stalls no one). True when it does not, and when it could not be asked
+    (a job is being timed, or waits to be: no probe beside it), so that the timeout counts as before."""
+    import torch
+
+    from kernel_gym.judge.gpu_lock import device_lock
+
+    dev = torch.device(device)
+    with device_lock(dev, exclusive=False, timeout_s=0.0) as wait:
+        if not wait.acquired:
+            return True
+        try:
+            x = torch.zeros(1, device=dev)
+            done = torch.cuda.Event()
+            x.add_(1)
+            done.record()
+        except Exception:  # noqa: BLE001 - a context that cannot launch is no evidence against a stall
+            return True
+        deadline = time.monotonic() + within_s
+        while not done.query():  # (a probe left behind finishes once the stall ends: the runner is killed next)
+            if time.monotonic() > deadline:
+                return True
+            time.sleep(0.001)
+        return False

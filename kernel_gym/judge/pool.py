@@ -23,7 +23,7 @@ from pathlib import Path
 from kernel_gym.errors import SandboxError
 from kernel_gym.eval.job import EvalJob
 from kernel_gym.eval.result import EvalResult, Outcome
-from kernel_gym.judge.faults import Cancel, gpu_fault
+from kernel_gym.judge.faults import Cancel, gpu_fault, gpu_stalled, stall_probe_on
 from kernel_gym.judge.judge_memory import (
     beyond_the_device,
     judge_out_of_memory,
@@ -236,7 +236,10 @@ class WorkerPool:
             if self.gpu_fault is not None:
                 raise SandboxError(f"the GPU is not usable: {self.gpu_fault}")
         cand, ref = slot.runners()
-        cand.on_fault = lambda: self._stalls.record(token, call_start=cand.call_started)  # (its call timed out, or it died)
+        def on_fault(timed_out: bool = False) -> None:  # its call timed out (it is still alive), or it died
+            stalling = not timed_out or not stall_probe_on(self.device) or gpu_stalled(self.device)
+            self._stalls.record(token, call_start=cand.call_started, stalling=stalling)
+        cand.on_fault = on_fault
         run = JudgeRun(job, cand, ref)
         if cancel is not None:
             cancel.attach(cand)

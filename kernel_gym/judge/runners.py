@@ -126,7 +126,7 @@ class RunnerProcess:
         self.call_until: float | None = None  # while a request runs outside compile segments: its run deadline
         self.calls = 0  # requests sent so far (which call `call_until` belongs to)
         self.call_started: float | None = None  # when the latest request was sent (a fault's call: judge/stalls.py)
-        self.on_fault: Any = None  # called when a request of its ends in a timeout or its death (judge/stalls.py)
+        self.on_fault: Any = None  # on_fault(timed_out): a request of its ended in a timeout or its death (stalls.py)
         if role == "candidate":
             _CANDIDATES.add(self)
 
@@ -205,7 +205,7 @@ class RunnerProcess:
             reply = self._converse(rid, deadline)
         except ChannelTimeout:
             compiling = budget is not None and budget.in_compile
-            self._faulted()
+            self._faulted(timed_out=True)  # (before the kill: a stall of the GPU it causes is still going on)
             self.kill()
             raise RunnerFailure("timeout", "compile" if compiling else op) from None
         except (ChannelClosed, BrokenPipeError, ConnectionResetError, OSError):
@@ -256,9 +256,9 @@ class RunnerProcess:
                 run_deadline = deadline  # (moved by the time the runner was stopped, as `deadline` was)
         return reply
 
-    def _faulted(self) -> None:
+    def _faulted(self, timed_out: bool = False) -> None:
         if self.on_fault is not None:
-            self.on_fault()
+            self.on_fault(timed_out)
 
     def _accepted(self, op: str, rid: int, reply: dict[str, Any]) -> dict[str, Any]:
         """The reply, if it is the exact reply to the request in flight (else the channel was tampered with)."""

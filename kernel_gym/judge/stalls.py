@@ -26,14 +26,18 @@ class StallLog:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._ends: list[tuple[float, int, float | None]] = []  # (when, the job's token, its faulted call's start)
+        # (when, the job's token, its faulted call's start, whether it may have stalled the GPU for other jobs)
+        self._ends: list[tuple[float, int, float | None, bool]] = []
 
-    def record(self, token: int, when: float | None = None, call_start: float | None = None) -> None:
-        """A candidate runner of job `token` timed out or died at `when`, in a call that began at `call_start`."""
+    def record(self, token: int, when: float | None = None, call_start: float | None = None,
+               stalling: bool = True) -> None:
+        """A candidate runner of job `token` timed out or died at `when`, in a call that began at `call_start`.
+        `stalling=False`: the GPU ran other work at its timeout (judge/faults.py `gpu_stalled`), so it is no reason
+        to confirm another job's timeout; it still marks its own job's call."""
         when = time.monotonic() if when is None else when
         with self._lock:
             self._ends = [e for e in self._ends if when - e[0] < KEEP_S]
-            self._ends.append((when, token, call_start))
+            self._ends.append((when, token, call_start, stalling))
 
     def beside(self, token: int, since: float, until: float,
                in_flight: Callable[[], float | None] = lambda: None) -> int:
@@ -44,7 +48,7 @@ class StallLog:
         `until`, and while `in_flight()` names a deadline (the latest of the calls other jobs had running at `until`
         that are still running) until SETTLE_S after it; at most MAX_SETTLE_S after `until`."""
         with self._lock:
-            starts = [c for _, k, c in self._ends if k == token and c is not None]
+            starts = [c for _, k, c, _ in self._ends if k == token and c is not None]
         if starts:
             since = max(since, max(starts) - SETTLE_S)
         cap, end = until + MAX_SETTLE_S, until + SETTLE_S
@@ -57,4 +61,4 @@ class StallLog:
                 break
             time.sleep(min(0.05, end - now))
         with self._lock:  # (up to now: a call that ended early is in the log, or was not a fault)
-            return sum(1 for t, k, _ in self._ends if k != token and since <= t <= now)
+            return sum(1 for t, k, _, stalling in self._ends if k != token and stalling and since <= t <= now)

@@ -478,7 +478,7 @@ if self.calls == 1:  # genuine work that cannot go on while the other job's runn
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("confirm", [True, False])
+@pytest.mark.parametrize("confirm", [True, False, "probe_ran"])
 def test_a_timeout_beside_another_jobs_fault_is_confirmed_alone(relu_code, runner_scratch, monkeypatch, confirm):
     """One job's fault can stall every other process on the GPU (a `__trap()` on an H100: genuine first calls timed
     out in the same second as the trap). Here a job holds a lock until its runner is killed at its call limit and a
@@ -490,6 +490,13 @@ def test_a_timeout_beside_another_jobs_fault_is_confirmed_alone(relu_code, runne
 
     if not confirm:
         monkeypatch.setattr(stalls.StallLog, "beside", lambda self, *args, **kwargs: 0)
+    if confirm == "probe_ran":  # the stall probe (KERNEL_GYM_STALL_PROBE, cuda) said the GPU ran other work at the
+        # staller's timeout: its fault is no reason to confirm another job's timeout (the wiring; whether a probe
+        # sees a trap's stall is benchmarks/probe_stall.py's question on a GPU)
+        from kernel_gym.judge import pool as pool_module
+
+        monkeypatch.setattr(pool_module, "stall_probe_on", lambda device: True)
+        monkeypatch.setattr(pool_module, "gpu_stalled", lambda device: False)
     flag = str(runner_scratch / "stall.lock")
     Path(flag).unlink(missing_ok=True)
     header = "import fcntl\nimport os\nimport time"
@@ -509,7 +516,7 @@ def test_a_timeout_beside_another_jobs_fault_is_confirmed_alone(relu_code, runne
     finally:
         pool.close()
     assert results["staller"].outcome is Outcome.TIMEOUT, results["staller"]
-    if confirm:
+    if confirm is True:
         assert results["stalled"].outcome is Outcome.CORRECT, results["stalled"]
         assert results["stalled"].stage_ms["timeout_reruns"] == 1, results["stalled"].stage_ms
     else:

@@ -334,6 +334,10 @@ def test_the_stall_window_begins_at_the_call_that_timed_out(monkeypatch):
     whole.record(2, t0 + 2.0)
     whole.record(1, t0 + 9.9)
     assert whole.beside(1, t0, t0 + 9.9) == 1
+    ran = stalls.StallLog()  # another job's timeout while the GPU ran other work (the stall probe): not counted
+    ran.record(2, t0 + 8.0, call_start=t0 + 6.0, stalling=False)
+    ran.record(1, t0 + 9.9, call_start=t0 + 7.0)
+    assert ran.beside(1, t0, t0 + 9.9) == 0
 
 
 def test_a_runner_that_cannot_attach_the_judges_buffers_fails_the_job_with_why():
