@@ -47,6 +47,7 @@ for name, job in jobs:  # one at a time per client, as an env steps
                       "queue_wait_ms": r.stage_ms.get("judge_queue_wait"), "gpu_wait_ms": r.stage_ms.get("gpu_lock_wait"),
                       "not_exclusive": r.signals.get("timing_not_exclusive", 0.0), "timing_ms": r.stage_ms.get("timing"),
                       "after_ms": r.stage_ms.get("after_timing_check"), "rounds": r.timing.trials if r.timing else None,
+                      **{{k + "_ms": r.stage_ms.get("timing_" + k) for k in ("setup", "inputs", "calls", "checks")}},
                       "gate_ms": r.timing.gate_ms if r.timing else None, "fixed_ms": r.signals.get("clock_fixed_ms"),
                       "resolution_ms": r.timing.resolution_ms if r.timing else None,
                       "retakes": r.signals.get("gate_retakes", 0.0),
@@ -152,6 +153,7 @@ def summarize(n: int, rows: list[dict], wall: float) -> dict:
             "queue_wait_ms": {"median": statistics.median(waits), "max": max(waits)},
             "gpu_wait_ms": {"median": statistics.median(gpu), "max": max(gpu)},
             "timing_stage_ms_median": median("timing_ms"), "after_timing_check_ms_median": median("after_ms"),
+            "timing_parts_ms_median": {k: median(k + "_ms") for k in ("setup", "inputs", "calls", "checks")},
             "rounds_median": median("rounds"), "gate_ms_median": median("gate_ms"),
             "not_exclusive": sum(1 for r in rows if r["not_exclusive"]),
             "gate_retakes": {"evaluations_with": sum(1 for r in rows if r.get("retakes")),
@@ -215,7 +217,8 @@ def report(results: list[dict]) -> None:
     for r in results:
         print(f"\n{r['clients']} client(s): median rounds {r['rounds_median']}, gate {r['gate_ms_median']:.2f} ms, "
               f"after-timing check {r['after_timing_check_ms_median']:.0f} ms (inside the timing stage), "
-              f"gate retakes {r.get('gate_retakes')}")
+              f"gate retakes {r.get('gate_retakes')}; the timing stage's parts (median ms, host time): "
+              f"{r.get('timing_parts_ms_median')}")
     for r in results:
         if r.get("gpu"):
             print(f"\n{r['clients']} client(s), the GPU over the run: {r['gpu']}")

@@ -5,7 +5,8 @@
 # `bash benchmarks/device_session.sh STAGES` (timeout_s 600), back to back: joined parts and /tmp/site live only while
 # the machine is held. 2026-12-07g ran (a) (without test_gpu_signals and test_gpu_env, cut by the bound) and (b)'s
 # clients stage with test_gpu_shapes: see RESULTS.md; the rest of (b), (c) and (d) wait.
-#   NEXT (2026-12-07g): part 1  probe-stall:90 first (which faults stall other processes: decides which timeouts
+#   NEXT (2026-12-07g): part 1  probe-stall:90 first (which faults stall other processes: decides whether
+#       KERNEL_GYM_STALL_PROBE=1 can be the default; run faults with it on and off), as to which timeouts
 #       need a confirmation, the drain that held 20 % faults at 0.64x), then faults with RATES="0 0.05 0.2" JOBS=4,
 #       then gpu-tests of what is left (helion, confine, library policy, launch gate, judge_gpu, faults_gpu, gpu_env).
 #   (a) part 1  #35 and the timing fix: RATES="0 0.2" JOBS=4 GPU_TESTS="tests/anti_hacking/test_gpu_shapes.py

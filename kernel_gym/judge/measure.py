@@ -49,6 +49,7 @@ def _bind_clock(jr: JudgeRun, gate: bool) -> None:
 def measure(jr: JudgeRun, ctx: Context, gate: bool) -> Timing:
     """At least `n_timing` rounds; then, up to `max_timing`, until both medians' relative standard errors are at most
     `timing_rel_se` or `timing_budget_s` is spent."""
+    t0 = time.perf_counter()
     _bind_clock(jr, gate)
     ref_model = jr.timed_model
     for w in range(jr.cfg.warmup):  # through the clock (readings dropped): the gate learns its length
@@ -56,6 +57,7 @@ def measure(jr: JudgeRun, ctx: Context, gate: bool) -> Timing:
         jr.call(jr.cand, "main", values, timed=True, retake=False)
         jr.call(jr.ref, ref_model, values, timed=True, retake=False)
     busy(jr, ref_model)
+    _add_ms(jr, "timing_setup", t0)
     cand_samples, ref_samples = rounds(jr, ctx, ref_model)
     rt, bt = [s.ms for s in cand_samples], [s.ms for s in ref_samples]
     c_ms = jr.ref.runner.request("c_ms", deadline=jr.deadline(), stage="timing", model="main").get("c_ms") or []
@@ -117,12 +119,15 @@ def rounds(jr: JudgeRun, ctx: Context, ref_model: str) -> tuple[list[Any], list[
             break
         if late and r >= n_min and kept:  # out of budget with some rounds kept, though fewer than n_min
             break
+        t0 = time.perf_counter()
         values = jr.inputs(jr.seed("timed", r))
+        t1 = _add_ms(jr, "timing_inputs", t0)
         order = (jr.cand, jr.ref) if r % 2 == 0 else (jr.ref, jr.cand)  # neither side always runs first
         calls = {}
         for side in order:
             jr.clock.flush()
             calls[side.name] = jr.call(side, "main" if side is jr.cand else ref_model, values, timed=True)
+        t2 = _add_ms(jr, "timing_calls", t1)
         got, expected = calls["candidate"], calls["reference"]
         if (got.sample.missed or expected.sample.missed) and len(dropped) < n_min:  # (at most n_min: a host path
             dropped.append((got.sample, expected.sample))  # longer than the longest gate every call is the call's)
@@ -130,11 +135,21 @@ def rounds(jr: JudgeRun, ctx: Context, ref_model: str) -> tuple[list[Any], list[
             cand_samples.append(got.sample)
             ref_samples.append(expected.sample)
         run_stage(ctx, "timed_call", TimedRound(r, ctx.judge_outputs(got, expected, f"timed call {r + 1}: ")))
+        _add_ms(jr, "timing_checks", t2)
     if dropped:
         jr.signals["rounds_dropped"] = float(len(dropped))
         if not cand_samples:  # nothing else at all: the readings as they are (host time in them)
             cand_samples, ref_samples = [c for c, _ in dropped], [e for _, e in dropped]
     return cand_samples, ref_samples
+
+
+def _add_ms(jr: JudgeRun, part: str, since: float) -> float:
+    """Add the time since `since` to `stage_ms[part]` (the timing stage's parts: its setup, and per round the
+    inputs, the two calls, the checks of their outputs; host time, a part's GPU work may land in a later one's wait);
+    returns now."""
+    now = time.perf_counter()
+    jr.stage_ms[part] = round(jr.stage_ms.get(part, 0.0) + (now - since) * 1e3, 3)
+    return now
 
 
 def settled(jr: JudgeRun, cand_samples: list[Any], ref_samples: list[Any]) -> bool:

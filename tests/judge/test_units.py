@@ -195,9 +195,10 @@ def test_a_round_with_host_time_left_in_it_does_not_count():
     jr = SimpleNamespace(cfg=SimpleNamespace(n_timing=3, max_timing=3 + 1, timing_budget_s=60.0, timing_rel_se=1.0),
                          inputs=lambda seed: [seed], seed=lambda *a: 0, cand=SimpleNamespace(name="candidate"),
                          ref=SimpleNamespace(name="reference"), clock=SimpleNamespace(flush=lambda: None), call=call,
-                         signals={})
+                         signals={}, stage_ms={})
     ctx = SimpleNamespace(judge_outputs=lambda got, expected, where: None)
     cand, ref = rounds(jr, ctx, "main")
+    assert {"timing_inputs", "timing_calls", "timing_checks"} <= set(jr.stage_ms)  # (the rounds' parts)
     assert len(cand) == len(ref) == 3 and all(s.ms < 2 for s in cand + ref)
     assert jr.signals["rounds_dropped"] == 1.0
 
