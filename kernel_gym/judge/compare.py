@@ -25,6 +25,20 @@ def _where(index: int, got: torch.Tensor, exp: torch.Tensor, flat_idx: int) -> s
 
 def compare_outputs(got: Any, expected: Any, atol: float, rtol: float, max_rel_l2: float) -> Mismatch | None:
     """None when every output matches; otherwise what differs and where (the first bad element)."""
+    structure = structure_mismatch(got, expected)
+    if structure is not None:
+        return structure
+    for i, (g, e) in enumerate(zip(flatten_outputs(got), flatten_outputs(expected))):
+        if isinstance(e, torch.Tensor):
+            bad = _compare_values(i, g.detach(), e.detach(), atol, rtol, max_rel_l2)
+            if bad:
+                return bad
+    return None
+
+
+def structure_mismatch(got: Any, expected: Any) -> Mismatch | None:
+    """The outputs' count, types, shapes, dtypes, devices and non-tensor values against the reference's (no tensor
+    value is read): None when they agree, else the first that differs (kind "structure")."""
     got_list, exp_list = flatten_outputs(got), flatten_outputs(expected)
     if len(got_list) != len(exp_list):
         return Mismatch(where=f"returned {len(got_list)} outputs, expected {len(exp_list)}", kind="structure")
@@ -41,9 +55,6 @@ def compare_outputs(got: Any, expected: Any, atol: float, rtol: float, max_rel_l
             return Mismatch(where=f"output {i} has dtype {g.dtype}, expected {e.dtype}", kind="structure")
         if g.device != e.device:
             return Mismatch(where=f"output {i} is on {g.device}, expected {e.device}", kind="structure")
-        bad = _compare_values(i, g.detach(), e.detach(), atol, rtol, max_rel_l2)
-        if bad:
-            return bad
     return None
 
 

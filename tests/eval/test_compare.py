@@ -85,3 +85,20 @@ def test_input_mutation_is_seen_in_any_chunk(monkeypatch):
     y[-1] += 1
     assert not compare.tensors_equal([x, 3], [y, 3])
     assert not compare.tensors_equal([x], [x.double()])
+
+
+def test_the_structure_is_checked_before_any_value():
+    """A later output's wrong shape is a `structure` mismatch even when an earlier output's values also differ (the
+    values of outputs whose shapes differ were compared chunk by chunk before: the judge's oracle path then read a
+    chunk of one shape against another's); no value is read for it."""
+    from kernel_gym.judge.compare import structure_mismatch
+
+    e = [torch.ones(4), torch.ones(3, 2), 7]
+    assert structure_mismatch([torch.ones(4), torch.ones(3, 2), 7], e) is None
+    for got, what in (([torch.zeros(4), torch.ones(2, 3), 7], "shape (2, 3)"),
+                      ([torch.ones(4), torch.ones(3, 2, dtype=torch.float64), 7], "dtype torch.float64"),
+                      ([torch.ones(4), [1.0], 7], "is a list"), ([torch.ones(4), torch.ones(3, 2), 8], "got 8"),
+                      ([torch.ones(4)], "returned 1 outputs")):
+        m = structure_mismatch(got, e)
+        assert m is not None and m.kind == "structure" and what in m.where, (what, m)
+        assert compare_outputs(got, e, ATOL, RTOL, L2).kind == "structure"

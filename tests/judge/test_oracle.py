@@ -268,6 +268,35 @@ def test_the_hard_bound_leaves_out_the_tasks_outliers_and_no_more():
     assert far(200, 1e-3) is not None and far(100, None) is not None and far(100, 0.0) is not None
 
 
+def test_a_timed_rounds_hard_bound_reuses_the_budgets_norm(monkeypatch):
+    """In a timed round (no oracle: the budget is the candidate against the reference) the hard bound's norm is the
+    one the budget just measured, not a further pass over the output (the timing stage holds the GPU alone; a 512 MiB
+    output's passes made most of its time on an H100), and the verdicts are the same."""
+    import dataclasses
+    import types
+
+    from kernel_gym.judge import oracle as oracle_module
+    from kernel_gym.judge.error_budget import Errors, derived_for
+    from kernel_gym.judge.oracle import Oracle
+
+    oracle = Oracle.__new__(Oracle)
+    oracle.k = 8.0
+    oracle.jr = types.SimpleNamespace(cfg=types.SimpleNamespace(max_rel_l2=1e-2),
+                                      job=types.SimpleNamespace(outlier_fraction=None))
+    g = torch.Generator().manual_seed(3)
+    e = torch.randn(10_000, generator=g)
+    near, far = e + 1e-5 * torch.randn(10_000, generator=g), torch.randn(10_000, generator=g)
+    seen = Errors(1e-6, 1e-7)  # the reference's error in the trials
+    budgets = {name: derived_for(0, out, e, seen, 8.0, 4e-5)[0] for name, out in (("near", near), ("far", far))}
+    computed = {name: oracle._far_from_reference(0, out, e, dataclasses.replace(budgets[name], derived=False))
+                for name, out in (("near", near), ("far", far))}  # (the norm computed by its own pass)
+    monkeypatch.setattr(oracle_module, "_rel_l2", lambda *a: pytest.fail("a second pass over the output"))
+    monkeypatch.setattr(oracle_module, "errors", lambda *a, **k: pytest.fail("a second pass over the output"))
+    assert oracle._far_from_reference(0, near, e, budgets["near"]) is None is computed["near"]
+    got = oracle._far_from_reference(0, far, e, budgets["far"])
+    assert got is not None and got.where == computed["far"].where
+
+
 def test_a_tasks_outlier_fraction_reaches_its_jobs():
     from kernel_gym.eval.job import EvalConfig, EvalJob, job_for
     from kernel_gym.tasks import load_task
