@@ -5,10 +5,14 @@
 # `bash benchmarks/device_session.sh STAGES` (timeout_s 600), back to back: joined parts and /tmp/site live only while
 # the machine is held. 2026-12-07g ran (a) (without test_gpu_signals and test_gpu_env, cut by the bound) and (b)'s
 # clients stage with test_gpu_shapes: see RESULTS.md; the rest of (b), (c) and (d) wait.
-#   NEXT (2026-12-07g): part 1  probe-stall:90 first (which faults stall other processes: decides whether
-#       KERNEL_GYM_STALL_PROBE=1 can be the default; run faults with it on and off), as to which timeouts
-#       need a confirmation, the drain that held 20 % faults at 0.64x), then faults with RATES="0 0.05 0.2" JOBS=4,
-#       then gpu-tests of what is left (helion, confine, library policy, launch gate, judge_gpu, faults_gpu, gpu_env).
+#   NEXT (after 2026-12-07g), part 1 each:
+#   (1) probe-stall:90 faults:300 with RATES="0 0.05 0.2" JOBS=4 (probe-stall: does a spin, trap or illegal access
+#       in one process stall a probe kernel in another? If a spin does not and a trap does, run faults again with
+#       KERNEL_GYM_STALL_PROBE=1 and make it the default: the "alone" confirmations' drains held 20 % at 0.64x)
+#   (2) CLIENTS=8 REPEATS=3 clients:250 (the timing stage's parts, now in its summary: 727 ms median, goal 0.6 s;
+#       a timed round's check now reads each output 4 times instead of 7) and gpu-tests:300 of what is left:
+#       test_confine_gpu (its private /dev/shm xfail now prints its reason: -rx), test_helion_gpu,
+#       test_gpu_library_policy, test_launch_gate, test_judge_gpu, test_faults_gpu, test_gpu_env, test_gpu_signals
 #   (a) part 1  #35 and the timing fix: RATES="0 0.2" JOBS=4 GPU_TESTS="tests/anti_hacking/test_gpu_shapes.py
 #       tests/gpu/test_gpu_env.py tests/judge/test_gpu_oracle.py tests/signals/test_gpu_signals.py
 #       tests/anti_hacking/test_gpu_attacks.py::test_gpu_project_solution_accepted" ...  (the MoE's outlier_fraction)
