@@ -93,10 +93,12 @@ def gpu_stalled(device: str, within_s: float = STALL_PROBE_S) -> bool:
         if not wait.acquired:
             return True
         try:
-            x = torch.zeros(1, device=dev)
-            done = torch.cuda.Event()
-            x.add_(1)
-            done.record()
+            stream = torch.cuda.Stream(device=dev)  # (its own: a probe left behind holds up nothing of the judge's)
+            with torch.cuda.stream(stream):
+                x = torch.zeros(1, device=dev)
+                x.add_(1)
+                done = torch.cuda.Event()
+                done.record(stream)
         except Exception:  # noqa: BLE001 - a context that cannot launch is no evidence against a stall
             return True
         deadline = time.monotonic() + within_s
