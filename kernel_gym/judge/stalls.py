@@ -6,8 +6,8 @@ first calls fell in that window were `timeout` at the same second as the trap (b
 isolation, fourth GPU session"). A timeout is therefore a verdict only when nothing else went wrong beside it: a
 timeout reached while another job's candidate runner timed out or died (from the start of the call that timed out,
 less SETTLE_S, until the calls then running in other jobs have ended or reached their own limits, since the staller
-may have the longer limit) is confirmed by running the job again alone (`WorkerPool.evaluate`): the trap's job times out again and
-keeps its verdict, the genuine ones are judged.
+may have the longer limit) is confirmed by running the job again alone (`WorkerPool.evaluate`): the trap's job
+times out again and keeps its verdict, the genuine ones are judged.
 """
 
 from __future__ import annotations
