@@ -51,6 +51,8 @@ JUDGE_OOM_RETRIES, JUDGE_OOM_BACKOFF_S = 3, 1.0
 # finish; new jobs wait behind it only this long. Past it the job runs beside them, and an oom it meets there is no
 # verdict (an infrastructure failure: nothing could be confirmed). KERNEL_GYM_ALONE_WAIT_S.
 ALONE_WAIT_S = float(os.environ.get("KERNEL_GYM_ALONE_WAIT_S", "30") or 30)
+# Reruns of a timeout met beside other jobs' faults: the first beside the other jobs, the last alone (judge/stalls.py)
+TIMEOUT_RERUNS = 2
 
 
 _OPEN: weakref.WeakSet = weakref.WeakSet()
@@ -99,10 +101,12 @@ class WorkerPool:
         runs out of memory with nothing else running). No job waits on another for long: a job that cannot get the
         pool to itself within ALONE_WAIT_S runs beside the others, and an oom there is an infrastructure failure.
         Likewise a `timeout` reached while another job ended in a timeout or a crash (one kernel's fault can stall
-        the GPU for every process: judge/stalls.py) is confirmed alone.
+        the GPU for every process: judge/stalls.py) is confirmed: by a rerun beside the other jobs, and, if that
+        too times out beside another fault, by one alone.
         `cancel`: how the caller ends the job early (its client went away)."""
         judge_retries = oom_reruns = timeout_reruns = 0
         alone = False
+        own_tokens: set[int] = set()  # this job's earlier runs (their faults are its own, not another job's)
         while True:
             try:
                 result, shared, window = self._evaluate_once(job, alone=alone, cancel=cancel)
@@ -127,15 +131,19 @@ class WorkerPool:
                         "out of GPU memory while other jobs were running, and the job could not be run alone within "
                         f"{ALONE_WAIT_S:g} s to confirm it; not a verdict on the solution:\n" + result.message))
             if result.outcome is Outcome.TIMEOUT and shared:
-                if (not timeout_reruns and not (cancel and cancel.reason)
-                        and self._stalls.beside(*window, in_flight=self._in_flight())):
+                if (timeout_reruns < TIMEOUT_RERUNS and not (cancel and cancel.reason)
+                        and self._stalls.beside(*window, in_flight=self._in_flight(), own=own_tokens)):
                     timeout_reruns += 1
-                    alone = True  # the verdict stands only if it times out with nothing else running
-                    log.info("a timeout beside another job's fault: confirming it alone")
+                    # first beside the others (the staller is gone: a timeout with no fault beside it is a verdict),
+                    # alone only if that rerun met another fault too (a drain holds every new job behind it)
+                    alone = timeout_reruns == TIMEOUT_RERUNS
+                    own_tokens.add(window[0])
+                    log.info("a timeout beside another job's fault: confirming it %s",
+                             "alone" if alone else "beside the other jobs")
                     continue
                 if alone and timeout_reruns:  # the confirmation could not get the pool to itself
                     result = result.replace(infra_failure=True, message=(
-                        "timed out while another job's kernel faulted (a fault can stall the whole GPU), and the job "
+                        "timed out while other jobs' kernels faulted (a fault can stall the whole GPU), and the job "
                         f"could not be run alone within {ALONE_WAIT_S:g} s to confirm it; not a verdict on the "
                         "solution:\n" + result.message))
             extra = {k: float(v) for k, v in (("judge_oom_retries", judge_retries), ("oom_reruns", oom_reruns),

@@ -479,12 +479,12 @@ if self.calls == 1:  # genuine work that cannot go on while the other job's runn
 
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("confirm", [True, False, "probe_ran"])
-def test_a_timeout_beside_another_jobs_fault_is_confirmed_alone(relu_code, runner_scratch, monkeypatch, confirm):
+def test_a_timeout_beside_another_jobs_fault_is_confirmed_by_a_rerun(relu_code, runner_scratch, monkeypatch, confirm):
     """One job's fault can stall every other process on the GPU (a `__trap()` on an H100: genuine first calls timed
     out in the same second as the trap). Here a job holds a lock until its runner is killed at its call limit and a
     genuine job's first call cannot go on while it is held: both time out, the genuine one first (the staller has the
-    longer limit, so the judge waits for the call it had in flight). The genuine job's timeout is confirmed alone (judge/stalls.py) and it is correct; the staller times out again. Without the
-    confirmation (`confirm=False`: the stall log sees nothing) the genuine job is scored a timeout."""
+    longer limit, so the judge waits for the call it had in flight). The genuine job's timeout is confirmed by a rerun
+    (beside the other jobs: judge/stalls.py) and it is correct; the staller times out again. Without the confirmation (`confirm=False`: the stall log sees nothing) the genuine job is scored a timeout."""
     from kernel_gym.judge import stalls
     from kernel_gym.judge.pool import WorkerPool
 
@@ -519,6 +519,7 @@ def test_a_timeout_beside_another_jobs_fault_is_confirmed_alone(relu_code, runne
     if confirm is True:
         assert results["stalled"].outcome is Outcome.CORRECT, results["stalled"]
         assert results["stalled"].stage_ms["timeout_reruns"] == 1, results["stalled"].stage_ms
+        assert "alone_wait" not in results["stalled"].stage_ms  # (no drain: the rerun ran beside the other jobs)
     else:
         assert results["stalled"].outcome is Outcome.TIMEOUT, results["stalled"]
 

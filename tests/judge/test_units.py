@@ -296,6 +296,9 @@ def test_the_stall_log_waits_for_the_calls_in_flight_and_counts_only_other_jobs(
     t0 = time.monotonic()
     log.record(1, t0 + 0.05)  # the timed-out job's own fault
     assert log.beside(1, t0, t0 + 0.1) == 0
+    earlier_run = stalls.StallLog()  # the same job's earlier run (a rerun has a token of its own): its own fault too
+    earlier_run.record(0, t0 + 0.05)
+    assert earlier_run.beside(1, t0, t0 + 0.1, own={0}) == 0 and earlier_run.beside(1, t0, t0 + 0.1) == 1
     running = {"deadline": time.monotonic() + 0.6}  # another job's call, still running, whose runner then faults
 
     def fault_later():
@@ -339,6 +342,44 @@ def test_the_stall_window_begins_at_the_call_that_timed_out(monkeypatch):
     ran.record(2, t0 + 8.0, call_start=t0 + 6.0, stalling=False)
     ran.record(1, t0 + 9.9, call_start=t0 + 7.0)
     assert ran.beside(1, t0, t0 + 9.9) == 0
+
+
+@pytest.mark.parametrize("runs,verdict,alone_asked", [
+    # (outcome, whether another fault was beside it) of each run; the job's verdict; which runs asked for the pool
+    ([("timeout", True), ("correct", False)], "correct", [False, False]),  # stalled, then judged beside the others
+    ([("timeout", True), ("timeout", False)], "timeout", [False, False]),  # its own hang: no fault beside the rerun
+    ([("timeout", True), ("timeout", True), ("timeout", False)], "timeout", [False, False, True]),  # faults twice
+    ([("timeout", True), ("timeout", True), ("correct", False)], "correct", [False, False, True]),
+    ([("timeout", False)], "timeout", [False]),  # nothing beside it: a verdict at once
+])
+def test_a_timeout_beside_a_fault_is_rerun_beside_the_others_before_it_drains_the_pool(runs, verdict, alone_asked):
+    """A timeout met beside another job's fault is confirmed first by a rerun beside the other jobs (the staller's
+    runner is gone), and alone only when that rerun too met a fault: an "alone" run holds every new job until the
+    running ones finish (at 20 % faults on an H100 two such drains held throughput at 0.64x). The job's earlier runs
+    are its own, never another job's fault."""
+    from kernel_gym.eval.result import EvalResult, Outcome
+    from kernel_gym.judge.pool import WorkerPool
+
+    pool = WorkerPool("cpu", size=1)
+    asked, owns, script = [], [], list(runs)
+
+    def once(job, alone=False, cancel=None):
+        asked.append(alone)
+        outcome, _ = script[0]
+        return EvalResult(outcome=Outcome(outcome), message=outcome), not alone, (len(asked), 0.0, 1.0)
+
+    def beside(token, since, until, in_flight=None, own=()):
+        owns.append(set(own))
+        return int(script.pop(0)[1])
+    try:
+        pool._evaluate_once, pool._stalls.beside = once, beside
+        result = pool.evaluate(None)
+    finally:
+        pool.close()
+    assert result.outcome is Outcome(verdict) and not result.infra_failure, result
+    assert asked == alone_asked
+    assert result.stage_ms.get("timeout_reruns", 0) == len(runs) - 1
+    assert owns[1:] == [set(range(1, i + 1)) for i in range(1, len(owns))]  # earlier runs' tokens are its own
 
 
 def test_a_runner_that_cannot_attach_the_judges_buffers_fails_the_job_with_why():
