@@ -62,6 +62,9 @@ class Oracle:
         try:
             if model not in self.built:
                 self.built[model] = self._build(model, module)
+                # (its own part: the float64 Model's build and probe call, once a job)
+                built_ms = self.jr.stage_ms.get("oracle_build", 0.0) + (time.perf_counter() - t0) * 1e3
+                self.jr.stage_ms["oracle_build"] = round(built_ms, 3)
                 if not self.built[model]:
                     return None
             return self._call(model, to_float64(values))

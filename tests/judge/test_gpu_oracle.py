@@ -57,7 +57,7 @@ def test_genuine_solution_within_budget_on_cuda(cuda_pool, path):
     task = path.stem.replace("_", "/", 1)
     r = cuda_pool.evaluate(_job(path.read_text(), task))
     NUMBERS[f"solution {task}"] = {"outcome": r.outcome.value, "correctness": r.correctness,
-                                   "stage_ms": {k: r.stage_ms.get(k) for k in ("oracle", "correctness", "timing")}}
+                                   "stage_ms": {k: r.stage_ms.get(k) for k in ("oracle", "oracle_build", "correctness", "timing")}}
     assert r.correct, f"{task}: {r.outcome.value} {r.hacks} {r.message[:600]}"
     c = r.correctness
     assert c["rule"] == "oracle" and c["candidate_error"] <= c["limit"], c

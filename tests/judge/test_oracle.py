@@ -193,6 +193,7 @@ def test_the_budget_is_in_info_and_in_the_feedback(make_env, respond, solution):
     assert c["rule"] == "oracle" and c["k"] == DEFAULT_K and c["candidate_error"] <= c["limit"]
     assert "float64 oracle" in info["feedback"] and f"k={DEFAULT_K:g}" in info["feedback"]
     assert info["stage_ms"]["oracle"] <= info["stage_ms"]["correctness"]  # the oracle's time is the correctness stage's
+    assert 0 < info["stage_ms"]["oracle_build"] <= info["stage_ms"]["oracle"]  # (its build and probe: once a job)
 
 
 def test_a_preset_sets_k():
