@@ -35,6 +35,14 @@ PROBE = bool(os.environ.get("KERNEL_GYM_RUNNER_PROBE"))  # benchmarks only: see 
 _CASTS = ("float64", "float32", "float16", "bfloat16")  # the precisions a model may be cast to
 
 
+def _weight_itemsize(model: torch.nn.Module) -> int:
+    """Bytes per element of the model's first floating weight (4 when it has none)."""
+    for t in (*model.parameters(), *model.buffers()):
+        if t.is_floating_point():
+            return t.element_size()
+    return 4
+
+
 class Session:
     """The runner's state across the requests of one job (models, mapped tensors) and across jobs (the device)."""
 
@@ -134,12 +142,20 @@ class Session:
         model = getattr(self.modules[module], cls)(*init)
         if not isinstance(model, torch.nn.Module):
             raise Refusal("runtime_error", f"{cls} must be a torch.nn.Module subclass")
+        widen: list[torch.dtype] = []  # (casts that grow the weights run on the device: fewer bytes to copy there)
         for step in (through, dtype):
             if step is not None:
                 if step not in _CASTS:
                     raise Refusal("runtime_error", f"no such precision {step!r}")
-                model = model.to(getattr(torch, step))
-        self.models[name] = model.to(self.device).eval()
+                to = getattr(torch, step)
+                if widen or to.itemsize > _weight_itemsize(model):
+                    widen.append(to)
+                else:
+                    model = model.to(to)
+        model = model.to(self.device)
+        for to in widen:  # (every cast is exact or rounds the same wherever it runs: the values do not depend on it)
+            model = model.to(to)
+        self.models[name] = model.eval()
         started = [t for t in threading.enumerate() if t not in threads and t.is_alive()]
         return {"threads_started": len(started), "harness": self.snapshot.changes()}
 
