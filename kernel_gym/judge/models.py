@@ -9,10 +9,14 @@ from typing import Any
 
 def build_reference(jr: Any, name: str, module: str, cls: str, init: list[Any], task_module: Any = None) -> None:
     """Build a reference-side model and learn its outputs' structure from one call."""
+    twin = jr.oracle.twin(name) if cls == "Model" else None  # the float64 oracle's copy, made with it (oracle.py)
     reply = jr.ref.runner.request("build", deadline=jr.limits.setup_deadline(), stage=jr.stage, name=name,
-                                  module=module, cls=cls, init=init, seed=jr.cfg.seed, dtype=jr.cast)
+                                  module=module, cls=cls, init=init, seed=jr.cfg.seed, dtype=jr.cast,
+                                  **({"copy_as": twin, "copy_dtype": "float64"} if twin else {}))
     if "error" in reply:
         jr.fail(reply["error"], jr.ref)
+    if twin:
+        jr.oracle.twinned(name, reply.get("twin"))
     probe = jr.call(jr.ref, name, jr.inputs(jr.seed("probe"), task_module), slot="in" if name != "alt" else "in_alt")
     jr.learn_outputs(name, probe.evidence)
 

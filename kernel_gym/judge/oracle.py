@@ -51,7 +51,19 @@ class Oracle:
         self.record = Record(k=self.k)
         self.off = off_reason(jr.job)
         self.built: dict[str, bool] = {}  # model -> usable
+        self.twins: dict[str, str] = {}  # model -> "" (its float64 copy was made with the reference) or why not
         self.ms = 0.0
+
+    # ---- the oracle's models -------------------------------------------------------------------------------------
+    def twin(self, model: str) -> str | None:
+        """The name the reference's runner keeps a float64 copy of `model` under, made right after the reference's
+        own build (the same seeded construction, no call yet: what a second build would give, without its time);
+        None when this job has no oracle."""
+        return None if self.off or model not in ("main", "alt") else ORACLE + model
+
+    def twinned(self, model: str, reply: dict[str, Any] | None) -> None:
+        """The runner's answer about the copy (no answer: the runner made none)."""
+        self.twins[model] = "" if reply and reply.get("ok") else str((reply or {}).get("error") or "not made")
 
     # ---- the oracle's calls --------------------------------------------------------------------------------------
     def outputs(self, model: str, values: list[Any], module: Any = None) -> list[Any] | None:
@@ -85,19 +97,21 @@ class Oracle:
         return False
 
     def _build(self, model: str, module: Any) -> bool:
-        """`Model` under the job's seed, then `.double()`, in the reference runner; one probe call learns its outputs
-        (and how long a float64 call takes: past `oracle_max_s` the fixed rule stays)."""
+        """`Model` under the job's seed, then `.double()`, in the reference runner (unless its copy was made with the
+        reference's build); one probe call learns its outputs (and how long a float64 call takes: past
+        `oracle_max_s` the fixed rule stays)."""
         from kernel_gym.judge.runners import RunnerFailure
 
         jr = self.jr
         name = ORACLE + model
-        init = jr.init_inputs(module)
-        reply = jr.ref.runner.request("build", deadline=self._deadline(), stage=jr.stage, name=name, module=model,
-                                      cls="Model", init=init, seed=jr.cfg.seed, dtype="float64",
-                                      through=jr.cast)
-        if "error" in reply:
-            return self._unavailable(model, "the task's Model does not build in float64: "
-                                     + str(reply["error"].get("message", ""))[:200])
+        if self.twins.get(model) != "":  # (no copy made with the reference: built the usual way)
+            init = jr.init_inputs(module)
+            reply = jr.ref.runner.request("build", deadline=self._deadline(), stage=jr.stage, name=name,
+                                          module=model, cls="Model", init=init, seed=jr.cfg.seed, dtype="float64",
+                                          through=jr.cast)
+            if "error" in reply:
+                return self._unavailable(model, "the task's Model does not build in float64: "
+                                         + str(reply["error"].get("message", ""))[:200])
         values = to_float64(jr.inputs(jr.seed("probe"), module))
         t0 = time.perf_counter()
         try:

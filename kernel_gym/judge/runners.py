@@ -36,7 +36,7 @@ MAX_BUILDS = 16  # load_inline builds one request may ask the judge for (judge/b
 # Every key a runner's reply may carry (evidence); anything else is a forged message.
 REPLY_KEYS = frozenset({"id", "error", "internal_error", "launches", "stray_threads", "stray_name", "harness", "names",
                         "structure", "lazy", "copied", "ops", "profile", "threads_started", "leftover_threads",
-                        "state", "calls", "c_ms", "signals", "limits", "probe", "marks"})
+                        "state", "calls", "c_ms", "signals", "limits", "probe", "marks", "twin"})
 
 
 _CANDIDATES: weakref.WeakSet[RunnerProcess] = weakref.WeakSet()  # this judge's candidate runners

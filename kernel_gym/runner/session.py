@@ -133,10 +133,14 @@ class Session:
         return {"threads_started": len(started), "harness": self.snapshot.changes()}
 
     def build(self, name: str, module: str, cls: str, init: list[Any], seed: int,
-              dtype: str | None = None, through: str | None = None) -> dict[str, Any]:
+              dtype: str | None = None, through: str | None = None, copy_as: str | None = None,
+              copy_dtype: str | None = None) -> dict[str, Any]:
         """Construct `cls` of a loaded module right after seeding (KernelBench's convention: Model and ModelNew get
         the same weights), then cast to `dtype` (the job's precision), or, for the judge's float64 oracle
-        (judge/oracle.py), to `through` (the precision: the weights rounded as the reference's are) and float64."""
+        (judge/oracle.py), to `through` (the precision: the weights rounded as the reference's are) and float64.
+        `copy_as` (the reference's runner): also keep a copy of the built model, before any call, cast to
+        `copy_dtype` under that name (the oracle without a second construction: a 128k-vocabulary head's weights
+        take seconds to initialise on the host); the reply's `twin` says whether it was made (`error`: why not)."""
         threads = set(threading.enumerate())
         torch.manual_seed(seed)
         model = getattr(self.modules[module], cls)(*init)
@@ -156,8 +160,26 @@ class Session:
         for to in widen:  # (every cast is exact or rounds the same wherever it runs: the values do not depend on it)
             model = model.to(to)
         self.models[name] = model.eval()
+        reply: dict[str, Any] = {}
+        if copy_as is not None:
+            reply["twin"] = self._copy(model, copy_as, copy_dtype)
         started = [t for t in threading.enumerate() if t not in threads and t.is_alive()]
-        return {"threads_started": len(started), "harness": self.snapshot.changes()}
+        return {**reply, "threads_started": len(started), "harness": self.snapshot.changes()}
+
+    def _copy(self, model: torch.nn.Module, name: str, dtype: str | None) -> dict[str, Any]:
+        """A copy of a freshly built model (no call yet: the same weights and state a second seeded construction
+        would have), cast to `dtype` on its device."""
+        import copy
+
+        self.models.pop(name, None)
+        try:
+            if dtype is not None and dtype not in _CASTS:
+                raise ValueError(f"no such precision {dtype!r}")
+            twin = copy.deepcopy(model)
+            self.models[name] = (twin.to(getattr(torch, dtype)) if dtype is not None else twin).eval()
+            return {"ok": True}
+        except Exception as e:  # noqa: BLE001 - the judge then builds it the usual way and says why that failed
+            return {"error": f"{type(e).__name__}: {e}"[:300]}
 
     def bind(self, slot: str, descriptor: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         old = self.slots.pop(slot, None)

@@ -380,3 +380,80 @@ def test_a_model_is_narrowed_before_it_moves_to_the_device_and_widened_there(thr
     torch.manual_seed(0)
     expected = Model().w.detach().to(getattr(torch, through or dtype)).to(getattr(torch, dtype))
     assert torch.equal(session.models["oracle:main"].w.detach(), expected)
+
+
+SLOW_TASK = '''"""A scaled ReLU whose Model takes seconds to construct (as a large vocabulary head's host-side init does)."""
+import time
+
+import torch
+import torch.nn as nn
+
+batch_size = 64
+dim = 1024
+
+KERNEL_GYM = {"cpu": {"batch_size": 16, "dim": 256}, "alt": {"batch_size": 9, "dim": 300}, "dtype": "float32"}
+
+
+class Model(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        time.sleep(3.0)
+        self.scale = nn.Parameter(torch.rand(dim) + 0.5)
+
+    def forward(self, x):
+        return torch.relu(x) * self.scale
+
+
+def get_inputs():
+    return [torch.randn(batch_size, dim)]
+
+
+def get_init_inputs():
+    return [dim]
+'''
+SCALED_RELU = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _scaled_relu(x_ptr, s_ptr, y_ptr, n, dim, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    s = tl.load(s_ptr + offs % dim, mask=mask)
+    tl.store(y_ptr + offs, tl.maximum(x, 0.0) * s, mask=mask)
+
+
+class ModelNew(torch.nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.scale = torch.nn.Parameter(torch.rand(dim) + 0.5)
+
+    def forward(self, x):
+        y = torch.empty_like(x)
+        _scaled_relu[(triton.cdiv(x.numel(), 256),)](x, self.scale, y, x.numel(), x.shape[1], BLOCK=256)
+        return y
+'''
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("copyable", [True, False])
+def test_the_oracle_is_a_copy_of_the_freshly_built_reference_not_a_second_construction(pool, tmp_path, copyable):
+    """The reference's runner keeps a float64 copy of each Model it builds, made before any call (the same seeded
+    construction a second build would give): the oracle costs no second construction (a 128k-vocabulary head's host
+    init took seconds a job on an H100: `stage_ms["oracle_build"]`), and its weights are the reference's (a
+    genuine solution with seeded weights is within budget on both shapes). A Model that cannot be copied (it holds
+    a lock) is built again in float64, as before."""
+    task = tmp_path / "slow_scaled_relu.py"
+    source = SLOW_TASK if copyable else SLOW_TASK.replace("time.sleep(3.0)", "time.sleep(3.0)\n        import threading\n"
+                                                                           "        self.lock = threading.Lock()")
+    task.write_text(source)
+    result = pool.evaluate(_job(SCALED_RELU, task, checks="none"))
+    assert result.outcome.value == "correct", result.message
+    assert result.correctness["rule"] == "oracle" and result.correctness["ratio"] < 2, result.correctness
+    if copyable:
+        assert result.stage_ms["oracle_build"] < 2.0e3, result.stage_ms  # (a second construction: >= 3 s a shape)
+    else:
+        assert result.stage_ms["oracle_build"] >= 6.0e3, result.stage_ms  # (built again: both shapes)
