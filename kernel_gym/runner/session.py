@@ -25,6 +25,7 @@ from kernel_gym.harness import cuda, dsl_launches, integrity, launches, stream_v
 from kernel_gym.harness.errors import trim
 from kernel_gym.harness.integrity import Snapshot
 from kernel_gym.harness.timing import gated_streams, hold_new_streams
+from kernel_gym.runner import building
 from kernel_gym.runner.evidence import audited, flatten, json_value, profiled
 from kernel_gym.runner.refusal import CPU_ONLY, Refusal
 from kernel_gym.sandbox import limits
@@ -32,15 +33,6 @@ from kernel_gym.sandbox.shared import Attached, dtype_name
 from kernel_gym.tasks import loading
 
 PROBE = bool(os.environ.get("KERNEL_GYM_RUNNER_PROBE"))  # benchmarks only: see Session.probe
-_CASTS = ("float64", "float32", "float16", "bfloat16")  # the precisions a model may be cast to
-
-
-def _weight_itemsize(model: torch.nn.Module) -> int:
-    """Bytes per element of the model's first floating weight (4 when it has none)."""
-    for t in (*model.parameters(), *model.buffers()):
-        if t.is_floating_point():
-            return t.element_size()
-    return 4
 
 
 class Session:
@@ -135,51 +127,20 @@ class Session:
     def build(self, name: str, module: str, cls: str, init: list[Any], seed: int,
               dtype: str | None = None, through: str | None = None, copy_as: str | None = None,
               copy_dtype: str | None = None) -> dict[str, Any]:
-        """Construct `cls` of a loaded module right after seeding (KernelBench's convention: Model and ModelNew get
-        the same weights), then cast to `dtype` (the job's precision), or, for the judge's float64 oracle
-        (judge/oracle.py), to `through` (the precision: the weights rounded as the reference's are) and float64.
-        `copy_as` (the reference's runner): also keep a copy of the built model, before any call, cast to
-        `copy_dtype` under that name (the oracle without a second construction: a 128k-vocabulary head's weights
-        take seconds to initialise on the host); the reply's `twin` says whether it was made (`error`: why not)."""
+        """Construct `cls` of a loaded module (runner/building.py: seeded, cast, on the device). `copy_as` (the
+        reference's runner): also keep its float64 twin under that name, made before any call, for the judge's
+        oracle; the reply's `twin` says whether it was made."""
         threads = set(threading.enumerate())
-        torch.manual_seed(seed)
-        model = getattr(self.modules[module], cls)(*init)
-        if not isinstance(model, torch.nn.Module):
-            raise Refusal("runtime_error", f"{cls} must be a torch.nn.Module subclass")
-        widen: list[torch.dtype] = []  # (casts that grow the weights run on the device: fewer bytes to copy there)
-        for step in (through, dtype):
-            if step is not None:
-                if step not in _CASTS:
-                    raise Refusal("runtime_error", f"no such precision {step!r}")
-                to = getattr(torch, step)
-                if widen or to.itemsize > _weight_itemsize(model):
-                    widen.append(to)
-                else:
-                    model = model.to(to)
-        model = model.to(self.device)
-        for to in widen:  # (every cast is exact or rounds the same wherever it runs: the values do not depend on it)
-            model = model.to(to)
-        self.models[name] = model.eval()
+        model = building.construct(self.modules[module], cls, init, seed, self.device, dtype, through)
+        self.models[name] = model
         reply: dict[str, Any] = {}
         if copy_as is not None:
-            reply["twin"] = self._copy(model, copy_as, copy_dtype)
+            self.models.pop(copy_as, None)
+            copied, reply["twin"] = building.twin(model, copy_dtype)
+            if copied is not None:
+                self.models[copy_as] = copied
         started = [t for t in threading.enumerate() if t not in threads and t.is_alive()]
         return {**reply, "threads_started": len(started), "harness": self.snapshot.changes()}
-
-    def _copy(self, model: torch.nn.Module, name: str, dtype: str | None) -> dict[str, Any]:
-        """A copy of a freshly built model (no call yet: the same weights and state a second seeded construction
-        would have), cast to `dtype` on its device."""
-        import copy
-
-        self.models.pop(name, None)
-        try:
-            if dtype is not None and dtype not in _CASTS:
-                raise ValueError(f"no such precision {dtype!r}")
-            twin = copy.deepcopy(model)
-            self.models[name] = (twin.to(getattr(torch, dtype)) if dtype is not None else twin).eval()
-            return {"ok": True}
-        except Exception as e:  # noqa: BLE001 - the judge then builds it the usual way and says why that failed
-            return {"error": f"{type(e).__name__}: {e}"[:300]}
 
     def bind(self, slot: str, descriptor: dict[str, Any], fds: list[int]) -> dict[str, Any]:
         old = self.slots.pop(slot, None)
