@@ -5,10 +5,16 @@
 # `bash benchmarks/device_session.sh STAGES` (timeout_s 600), back to back: joined parts and /tmp/site live only while
 # the machine is held. 2026-12-07g ran (a) (without test_gpu_signals and test_gpu_env, cut by the bound) and (b)'s
 # clients stage with test_gpu_shapes: see RESULTS.md; the rest of (b), (c) and (d) wait.
-#   NEXT (after 2026-12-07g), part 1 each:
-#   (1) probe-stall:90 faults:300 with RATES="0 0.05 0.2" JOBS=4 (probe-stall: does a spin, trap or illegal access
-#       in one process stall a probe kernel in another? If a spin does not and a trap does, run faults again with
-#       KERNEL_GYM_STALL_PROBE=1 and make it the default: the "alone" confirmations' drains held 20 % at 0.64x)
+#   NEXT (after 2026-12-07g; the 2026-12-08 session got no machine: eight refused starts), part 1 each:
+#   (0) first: RATES="0 0.05 0.2" JOBS=4 GPU_TESTS="tests/anti_hacking/test_gpu_library_policy.py
+#       tests/judge/test_gpu_oracle.py::test_genuine_solution_within_budget_on_cuda[level3_lm_head_nll]
+#       tests/judge/test_gpu_oracle.py::test_genuine_solution_within_budget_on_cuda[level3_moe_topk_experts]" ...
+#       gpu-tests:170 faults:370  (#37's last test; the oracle's float64 twin and device-side widening on the two
+#       level-3 tasks whose oracle cost 8.2-8.4 s a job: oracle.json's `oracle_build`; the timeout confirmation
+#       beside the other jobs first: the judge's log says "confirming it beside the other jobs" / "alone")
+#   (1) probe-stall:90 (does a spin, trap or illegal access in one process stall a probe kernel in another? If a
+#       spin does not and a trap does, run faults:300 again with KERNEL_GYM_STALL_PROBE=1 RATES=0.2 and compare with
+#       (0)'s 20 %: the "alone" confirmations' drains held 20 % at 0.64x on 2026-12-07g)
 #   (2) CLIENTS=8 REPEATS=3 clients:250 (the timing stage's parts, now in its summary: 727 ms median, goal 0.6 s;
 #       a timed round's check now reads each output 4 times instead of 7) and gpu-tests:300 of what is left:
 #       test_confine_gpu (its private /dev/shm xfail now prints its reason: -rx), test_helion_gpu,
