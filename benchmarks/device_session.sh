@@ -12,6 +12,9 @@
 #       gpu-tests:170 faults:370  (#37's last test; the oracle's float64 twin and device-side widening on the two
 #       level-3 tasks whose oracle cost 8.2-8.4 s a job: oracle.json's `oracle_build`; the timeout confirmation
 #       beside the other jobs first: the judge's log says "confirming it beside the other jobs" / "alone")
+#   (0b) compare-cost:60 right after (0) on the warm machine: a timed round's check, by chunk size (relu's rounds
+#       cost ~140 ms; a 512 MiB output's two passes dispatch ~6 700 aten ops at CHUNK = 4M elements: a fused
+#       comparison kernel or a larger chunk in the exclusive timing stage is the likely way to #36's 0.6 s)
 #   (1) probe-stall:90 (does a spin, trap or illegal access in one process stall a probe kernel in another? If a
 #       spin does not and a trap does, run faults:300 again with KERNEL_GYM_STALL_PROBE=1 RATES=0.2 and compare with
 #       (0)'s 20 %: the "alone" confirmations' drains held 20 % at 0.64x on 2026-12-07g)
@@ -193,6 +196,9 @@ print('triton driver built and loaded in a fresh cache: %.3f s' % (time.perf_cou
     probe-stall)  # #35: does a spin, a trap or an illegal access in one process stall another's GPU work? (which
       # timeouts beside them need a confirmation: judge/stalls.py)
       timeout "$T" python3 benchmarks/probe_stall.py --out "$OUT/probe_stall.json" ;;
+    compare-cost)  # #36: a timed round's output check on a 512 MiB output: time, aten ops and memory per chunk size
+      timeout "$T" python3 benchmarks/compare_cost.py --elements 134217728 16777216 --chunks 22 23 24 \
+        --out "$OUT/compare_cost.json" ;;
     probe-threads)  # which import of a runner's preload starts a thread (the fork server refuses to fork then)
       for nvml in "" 1; do OMP_NUM_THREADS=1 PYTORCH_NVML_BASED_CUDA_CHECK=$nvml timeout "$T" python3 benchmarks/probe_threads.py; done
       OMP_NUM_THREADS=1 timeout "$T" python3 benchmarks/probe_threads.py --fork-safe ;;  # the fork server's preload
