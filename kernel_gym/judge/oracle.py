@@ -185,25 +185,29 @@ class Oracle:
             if not isinstance(e, torch.Tensor):
                 continue
             t, k = k, k + 1  # the tensor's index among the tensor outputs (what the oracle's flags count)
-            m_fixed = fixed._compare_values(i, g.detach(), e.detach(), jr.atol, jr.rtol, jr.cfg.max_rel_l2)  # noqa: SLF001
-            if m_fixed is not None and m_fixed.kind in ("nan", "degenerate"):
-                verdict = m_fixed
-                break
             b, first = self._budget(i, t, g, e, exact, model)
             if b is None:
-                self.record.fixed_outputs.add(i)
+                m_fixed = fixed._compare_values(i, g.detach(), e.detach(), jr.atol, jr.rtol, jr.cfg.max_rel_l2)  # noqa: SLF001
+                if m_fixed is None or m_fixed.kind not in ("nan", "degenerate"):
+                    self.record.fixed_outputs.add(i)
                 if m_fixed is not None:
                     verdict = m_fixed
                     break
                 continue
             budgets.append(b)
-            if not b.ok:
+            far = self._far_from_reference(i, g, e, b) if b.ok else None
+            if b.ok and far is None:  # (no fixed pass over an output the budget accepts: NaN where the reference is
+                continue  # finite fails the budget's placement, a degenerate one its norm or the hard bound)
+            # what kind of wrong: NaN where the reference is finite, or a degenerate output (the hacks' checks read
+            # the kind), is the fixed rule's word; any other failure, the budget's or the hard bound's
+            m_fixed = fixed._compare_values(i, g.detach(), e.detach(), jr.atol, jr.rtol, jr.cfg.max_rel_l2)  # noqa: SLF001
+            if m_fixed is not None and m_fixed.kind in ("nan", "degenerate"):
+                verdict = m_fixed
+            elif not b.ok:
                 verdict = mismatch_of(b, g, exact[i] if exact is not None and not b.derived else e, first)
-                break
-            far = self._far_from_reference(i, g, e, b)
-            if far is not None:
+            else:
                 verdict = far
-                break
+            break
         self.record.note(model, budgets)
         return verdict
 

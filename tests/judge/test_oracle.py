@@ -457,3 +457,41 @@ def test_the_oracle_is_a_copy_of_the_freshly_built_reference_not_a_second_constr
         assert result.stage_ms["oracle_build"] < 2.0e3, result.stage_ms  # (a second construction: >= 3 s a shape)
     else:
         assert result.stage_ms["oracle_build"] >= 6.0e3, result.stage_ms  # (built again: both shapes)
+
+
+def _bare_oracle():
+    import types
+
+    from kernel_gym.judge.error_budget import Record
+    from kernel_gym.judge.oracle import Oracle
+
+    oracle = Oracle.__new__(Oracle)
+    oracle.k, oracle.floor = DEFAULT_K, FLOOR["float32"]
+    oracle.record = Record(k=DEFAULT_K, oracle_outputs=[True])
+    oracle.jr = types.SimpleNamespace(atol=1e-4, rtol=1e-4, cfg=types.SimpleNamespace(max_rel_l2=1e-2),
+                                      job=types.SimpleNamespace(outlier_fraction=None))
+    return oracle
+
+
+def test_an_output_the_budget_accepts_gets_no_fixed_pass_and_a_wrong_one_keeps_its_kind(monkeypatch):
+    """The fixed rule's pass over an output (its own ~80 small ops a chunk: a third of a timed round's check on a
+    512 MiB output) runs only where the budget or the hard bound rejects it, to say what kind of wrong it is: NaN
+    where the reference is finite, or degenerate (the hacks' checks read the kind); an accepted output cannot be
+    either (NaN placement fails the budget, a far norm the bound)."""
+    from kernel_gym.judge import compare
+
+    g = torch.Generator().manual_seed(5)
+    o = torch.randn(4096, dtype=torch.float64, generator=g)
+    e = o.float()
+    good = (o + 1e-7 * torch.randn(4096, dtype=torch.float64, generator=g)).float()
+    nan = good.clone()
+    nan[7] = float("nan")
+    small = (o * 1e-6).float()  # a reference of ~1e-6: all zeros is within any atol, and degenerate
+    calls = []
+    real = compare._compare_values
+    monkeypatch.setattr(compare, "_compare_values", lambda *a, **k: calls.append(1) or real(*a, **k))
+    assert _bare_oracle().compare([good], [e], [o]) is None and calls == []
+    m = _bare_oracle().compare([nan], [e], [o])
+    assert m is not None and m.kind == "nan" and calls == [1], m
+    m = _bare_oracle().compare([torch.zeros_like(small)], [small], [o * 1e-6])
+    assert m is not None and m.kind == "degenerate", m
