@@ -49,7 +49,7 @@ for kind, task_id, path, seed in plan:  # one at a time per client, as an env st
                       "speedup": r.speedup, "latency_s": round(time.time() - t0, 3), "t0": t0, "t1": time.time(),
                       "message": r.message[:300] if r.outcome.value != "correct" else "",
                       "queue_wait_ms": r.stage_ms.get("judge_queue_wait"), "gpu_wait_ms": r.stage_ms.get("gpu_lock_wait"),
-                      "alone_wait_ms": r.stage_ms.get("alone_wait"),
+                      "alone_wait_ms": r.stage_ms.get("alone_wait"), "timeout_reruns": r.stage_ms.get("timeout_reruns"),
                       "stage_ms": r.stage_ms if r.outcome.value != "correct" else {{}},
                       "not_exclusive": r.signals.get("timing_not_exclusive", 0.0)}}), flush=True)
 ev.close()
