@@ -38,6 +38,7 @@ from kernel_gym.eval.job import EvalConfig, job_for
 from kernel_gym.tasks import load_task
 plan, device = json.loads(sys.argv[1]), sys.argv[2]
 ev = LocalEvaluator(device, workers=1, shared=True)
+STAGES = ("compile", "compile_segments", "correctness", "oracle", "timing", "gpu_lock_wait", "gpu_shared_wait", "step")
 for kind, task_id, path, seed in plan:  # one at a time per client, as an env steps
     checks = "standard" if kind == "genuine" else "none"  # faults reach the judge (no static rule stops them)
     job = job_for(load_task(task_id), open(path).read(), backend="cuda_raw" if "cuda_raw" in open(path).read() else "triton",
@@ -50,7 +51,7 @@ for kind, task_id, path, seed in plan:  # one at a time per client, as an env st
                       "message": r.message[:300] if r.outcome.value != "correct" else "",
                       "queue_wait_ms": r.stage_ms.get("judge_queue_wait"), "gpu_wait_ms": r.stage_ms.get("gpu_lock_wait"),
                       "alone_wait_ms": r.stage_ms.get("alone_wait"), "timeout_reruns": r.stage_ms.get("timeout_reruns"),
-                      "stage_ms": r.stage_ms if r.outcome.value != "correct" else {{}},
+                      "stage_ms": r.stage_ms if r.outcome.value != "correct" else {{k: r.stage_ms.get(k) for k in STAGES}},
                       "not_exclusive": r.signals.get("timing_not_exclusive", 0.0)}}), flush=True)
 ev.close()
 """

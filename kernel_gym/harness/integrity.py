@@ -9,11 +9,13 @@ a tensor method, a function's `__code__` in kernel_gym.harness) is reported by n
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
 import time
 import types
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -100,6 +102,28 @@ def pin_precision(device: str = "cpu") -> None:
     torch.set_float32_matmul_precision("highest")
     torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = True  # torch's default
     torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = True  # torch's default
+
+
+@contextlib.contextmanager
+def fresh_memory_poisoned(device: str) -> Iterator[None]:
+    """cuda, for one call: every `torch.empty*` tensor is filled as on cpu (NaN for floats, the largest value for
+    integers; deterministic algorithms on, warn-only), and the previous settings put back after. The ablation trial
+    (decoy_kernel) skips the solution's own kernels and expects what they would have written to be missing; a
+    scratch buffer from `torch.empty` (a block's partial sums) otherwise holds the previous call's values, since the
+    caching allocator hands the same block back: on an H100 (2026-12-08) a genuine partial-sums kernel read as a
+    decoy. On cpu this is always on (`pin_precision`)."""
+    if device != "cuda":
+        yield
+        return
+    was = (torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled(),
+           torch.utils.deterministic.fill_uninitialized_memory)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.utils.deterministic.fill_uninitialized_memory = True
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(was[0], warn_only=was[1])
+        torch.utils.deterministic.fill_uninitialized_memory = was[2]
 
 
 class Snapshot:

@@ -109,3 +109,19 @@ def test_the_profiler_leaves_the_allowed_final_reduction_out():
     counted = profile_call(forward, {"_kg_policy_sq_diff"})
     assert kept.share == 1.0 and counted.share < 1.0, (kept, counted)
     assert excluded("standard", task_policy(load_task("level1/softmax").source)) == []
+
+
+def test_a_scratch_buffer_the_last_call_filled_is_no_decoy():
+    """A genuine kernel that writes per-block partial sums into a `torch.empty` scratch buffer: in the ablation trial
+    (its kernels skipped) the caching allocator hands back the block the previous call filled with the right
+    partials, so the output stayed correct and the kernel read as a decoy (2026-12-08, H100, with the static rules
+    bypassed). Fresh memory is filled in that trial (harness.integrity.fresh_memory_poisoned): correct every time."""
+    from kernel_gym.judge.local import LocalEvaluator
+
+    ev = LocalEvaluator("cuda", workers=1)
+    try:
+        results = [ev.evaluate(_job(OUTSIDE / "mse_scalar_partials_sum_div.py", str(OUTSIDE / "task_mse_scalar.py")))
+                   for _ in range(3)]
+    finally:
+        ev.close()
+    assert [r.outcome.value for r in results] == ["correct"] * 3, [(r.hacks, r.message[:200]) for r in results]
