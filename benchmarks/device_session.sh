@@ -5,16 +5,14 @@
 # `bash benchmarks/device_session.sh STAGES` (timeout_s 600), back to back: joined parts and /tmp/site live only while
 # the machine is held. 2026-12-07g ran (a) (without test_gpu_signals and test_gpu_env, cut by the bound) and (b)'s
 # clients stage with test_gpu_shapes: see RESULTS.md; the rest of (b), (c) and (d) wait.
-#   NEXT (after 2026-12-07g; the 2026-12-08 session got no machine: eight refused starts), part 1 each:
-#   (0) first: RATES="0 0.05 0.2" JOBS=4 GPU_TESTS="tests/anti_hacking/test_gpu_library_policy.py
-#       tests/judge/test_gpu_oracle.py::test_genuine_solution_within_budget_on_cuda[level3_lm_head_nll]
+#   NEXT (after 2026-12-08h: one call, see RESULTS.md "One call at the end of the eighth session"), part 1 each:
+#   (0) RATES="0 0.2" JOBS=4 GPU_TESTS="tests/anti_hacking/test_gpu_library_policy.py
 #       tests/judge/test_gpu_oracle.py::test_genuine_solution_within_budget_on_cuda[level3_moe_topk_experts]" ...
-#       gpu-tests:170 faults:370  (#37's last test; the oracle's float64 twin and device-side widening on the two
-#       level-3 tasks whose oracle cost 8.2-8.4 s a job: oracle.json's `oracle_build`; the timeout confirmation
-#       beside the other jobs first: the judge's log says "confirming it beside the other jobs" / "alone")
-#   (0b) compare-cost:60 right after (0) on the warm machine: a timed round's check, by chunk size (relu's rounds
-#       cost ~140 ms; a 512 MiB output's two passes dispatch ~6 700 aten ops at CHUNK = 4M elements: a fused
-#       comparison kernel or a larger chunk in the exclusive timing stage is the likely way to #36's 0.6 s)
+#       gpu-tests:200 faults:250  (#37's last test with the ablation's fresh-memory fill (b5501c9): 20 + 1 passed;
+#       the MoE's oracle with the twin; faults: the rows now carry every job's stage times: is the 20 % run's
+#       0.58x the runners replaced after faults (no spare until a slot's first replacement, ~8 s a cuda start)?)
+#   (0b) compare-cost ran (71 ms a round on a 512 MiB output, the budget's float64 pass 45 ms of it): a fused
+#       comparison kernel is the next change for #36's 0.6 s; measure it with this stage and clients:250
 #   (1) probe-stall:90 (does a spin, trap or illegal access in one process stall a probe kernel in another? If a
 #       spin does not and a trap does, run faults:300 again with KERNEL_GYM_STALL_PROBE=1 RATES=0.2 and compare with
 #       (0)'s 20 %: the "alone" confirmations' drains held 20 % at 0.64x on 2026-12-07g)
