@@ -51,7 +51,7 @@ class Oracle:
         self.record = Record(k=self.k)
         self.off = off_reason(jr.job)
         self.built: dict[str, bool] = {}  # model -> usable
-        self.twins: dict[str, str] = {}  # model -> "" (its float64 copy was made with the reference) or why not
+        self.twins: set[str] = set()  # models whose float64 copy the reference's runner made with the reference
         self.ms = 0.0
 
     # ---- the oracle's models -------------------------------------------------------------------------------------
@@ -62,8 +62,9 @@ class Oracle:
         return None if self.off or model not in ("main", "alt") else ORACLE + model
 
     def twinned(self, model: str, reply: dict[str, Any] | None) -> None:
-        """The runner's answer about the copy (no answer: the runner made none)."""
-        self.twins[model] = "" if reply and reply.get("ok") else str((reply or {}).get("error") or "not made")
+        """The runner's answer about the copy (no answer, or an error: none was made, and `_build` builds it)."""
+        if reply and reply.get("ok"):
+            self.twins.add(model)
 
     # ---- the oracle's calls --------------------------------------------------------------------------------------
     def outputs(self, model: str, values: list[Any], module: Any = None) -> list[Any] | None:
@@ -104,7 +105,7 @@ class Oracle:
 
         jr = self.jr
         name = ORACLE + model
-        if self.twins.get(model) != "":  # (no copy made with the reference: built the usual way)
+        if model not in self.twins:  # (no copy made with the reference: built the usual way)
             init = jr.init_inputs(module)
             reply = jr.ref.runner.request("build", deadline=self._deadline(), stage=jr.stage, name=name,
                                           module=model, cls="Model", init=init, seed=jr.cfg.seed, dtype="float64",

@@ -203,8 +203,8 @@ class Session:
         launches.STATE.ablate = ablate
         evidence: dict[str, Any] = {}
         try:
-            with (torch.no_grad(), integrity.fresh_memory_poisoned(self.device.type if ablate else "cpu"),
-                  collect.record_launches() if record else contextlib.nullcontext() as seen):
+            fill = integrity.fresh_memory_poisoned(self.device.type) if ablate else contextlib.nullcontext()
+            with torch.no_grad(), fill, (collect.record_launches() if record else contextlib.nullcontext()) as seen:
                 self._run(fn, args, timed=timed, audit=audit, profile=profile, own_names=own_names or [],
                                 exclude_library_gemm=exclude_library_gemm, evidence=evidence, slot_out=slot_out, gate=gate,
                                 exclude_kernels=exclude_kernels or [], nonce=nonce)

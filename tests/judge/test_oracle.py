@@ -202,18 +202,29 @@ def test_a_preset_sets_k():
     assert make_config("kevin-strict").error_budget_k == 4.0 < make_config("kevin").error_budget_k
 
 
+def _bare_oracle(outlier_fraction: float | None = None):
+    """An Oracle without a job run: k = 8, the float32 floor, max_rel_l2 = 1e-2, the fixed rule's float32 atol/rtol,
+    one tensor output whose oracle is float64."""
+    import types
+
+    from kernel_gym.judge.error_budget import Record
+    from kernel_gym.judge.oracle import Oracle
+
+    oracle = Oracle.__new__(Oracle)
+    oracle.k, oracle.floor = DEFAULT_K, FLOOR["float32"]
+    oracle.record = Record(k=DEFAULT_K, oracle_outputs=[True])
+    oracle.jr = types.SimpleNamespace(atol=1e-4, rtol=1e-4, cfg=types.SimpleNamespace(max_rel_l2=1e-2),
+                                      job=types.SimpleNamespace(outlier_fraction=outlier_fraction))
+    return oracle
+
+
 def test_no_budget_accepts_an_output_far_from_the_reference():
     """A hard bound no budget loosens: an oracle gone wrong (measured on a GPU: an oracle that read its inputs before
     the judge's copy landed) widened the budgets until a stale output passed the decoy ablation; now an output more
     than max_rel_l2 from the reference in norm is a mismatch whatever its budget says."""
-    import types
-
     from kernel_gym.judge.error_budget import Errors
-    from kernel_gym.judge.oracle import Oracle
 
-    jr = types.SimpleNamespace(cfg=types.SimpleNamespace(max_rel_l2=1e-2), job=types.SimpleNamespace(outlier_fraction=None))
-    oracle = Oracle.__new__(Oracle)
-    oracle.jr, oracle.k = jr, 8.0
+    oracle = _bare_oracle()
     e = torch.randn(4096)
     loose = OutputBudget(0, Errors(0.5, 0.5), Errors(1e-3, 1e-4), 8.0, 4e-5)  # a budget from a broken oracle
     assert oracle._far_from_reference(0, e + 1e-6 * torch.randn(4096), e, loose) is None
@@ -248,22 +259,15 @@ def test_the_hard_bound_leaves_out_the_tasks_outliers_and_no_more():
     """The norm bound measures what the budget measures: with outlier_fraction 1e-3, 100 of 100 000 outputs off by 3
     (a routing near-tie's flips: ~0.095 in norm, alone past 1e-2) pass it; 200 of them do not, nor do the 100 on a
     task that allows none."""
-    import types
-
     from kernel_gym.judge.error_budget import Errors
-    from kernel_gym.judge.oracle import Oracle
 
-    oracle = Oracle.__new__(Oracle)
-    oracle.k = 8.0
     budget = OutputBudget(0, Errors(1e-6, 1e-7), Errors(1e-6, 1e-7), 8.0, 4e-5)
     e = torch.randn(100_000, generator=torch.Generator().manual_seed(1))
 
     def far(n_off: int, fraction: float | None):
-        oracle.jr = types.SimpleNamespace(cfg=types.SimpleNamespace(max_rel_l2=1e-2),
-                                          job=types.SimpleNamespace(outlier_fraction=fraction))
         g = e.clone()
         g[torch.randperm(e.numel(), generator=torch.Generator().manual_seed(2))[:n_off]] += 3.0
-        return oracle._far_from_reference(0, g, e, budget)
+        return _bare_oracle(fraction)._far_from_reference(0, g, e, budget)
 
     assert far(100, 1e-3) is None
     assert far(200, 1e-3) is not None and far(100, None) is not None and far(100, 0.0) is not None
@@ -274,16 +278,11 @@ def test_a_timed_rounds_hard_bound_reuses_the_budgets_norm(monkeypatch):
     one the budget just measured, not a further pass over the output (the timing stage holds the GPU alone; a 512 MiB
     output's passes made most of its time on an H100), and the verdicts are the same."""
     import dataclasses
-    import types
 
     from kernel_gym.judge import oracle as oracle_module
     from kernel_gym.judge.error_budget import Errors, derived_for
-    from kernel_gym.judge.oracle import Oracle
 
-    oracle = Oracle.__new__(Oracle)
-    oracle.k = 8.0
-    oracle.jr = types.SimpleNamespace(cfg=types.SimpleNamespace(max_rel_l2=1e-2),
-                                      job=types.SimpleNamespace(outlier_fraction=None))
+    oracle = _bare_oracle()
     g = torch.Generator().manual_seed(3)
     e = torch.randn(10_000, generator=g)
     near, far = e + 1e-5 * torch.randn(10_000, generator=g), torch.randn(10_000, generator=g)
@@ -457,20 +456,6 @@ def test_the_oracle_is_a_copy_of_the_freshly_built_reference_not_a_second_constr
         assert result.stage_ms["oracle_build"] < 2.0e3, result.stage_ms  # (a second construction: >= 3 s a shape)
     else:
         assert result.stage_ms["oracle_build"] >= 6.0e3, result.stage_ms  # (built again: both shapes)
-
-
-def _bare_oracle():
-    import types
-
-    from kernel_gym.judge.error_budget import Record
-    from kernel_gym.judge.oracle import Oracle
-
-    oracle = Oracle.__new__(Oracle)
-    oracle.k, oracle.floor = DEFAULT_K, FLOOR["float32"]
-    oracle.record = Record(k=DEFAULT_K, oracle_outputs=[True])
-    oracle.jr = types.SimpleNamespace(atol=1e-4, rtol=1e-4, cfg=types.SimpleNamespace(max_rel_l2=1e-2),
-                                      job=types.SimpleNamespace(outlier_fraction=None))
-    return oracle
 
 
 def test_an_output_the_budget_accepts_gets_no_fixed_pass_and_a_wrong_one_keeps_its_kind(monkeypatch):
